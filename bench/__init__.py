@@ -1,0 +1,1 @@
+"""Benchmarks: bsvm against scikit-learn, side by side in one process."""

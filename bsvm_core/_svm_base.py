@@ -1,0 +1,161 @@
+"""The shared body of the SVM classifiers: validation, multiclass decomposition, Platt probabilities.
+
+A subclass supplies the binary learner (``_fit_binary`` / ``_decision_binary``); this base turns it
+into a scikit-learn classifier for any number of classes and any label type.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted, check_random_state
+
+from ._validation import check_fit_data, check_predict_data, encode_labels
+from .calibration import fit_platt, pairwise_coupling, platt_proba
+from .exceptions import BsvmValueError
+from .multiclass import REST, binary_problems, ovo_votes, problem_targets
+
+PLATT_FOLDS = 5
+"""Internal cross-validation folds whose held-out decision values fit Platt's sigmoid."""
+
+
+def _probability_enabled(estimator: Any) -> bool:
+    """predict_proba exists only when the estimator was configured with probability=True."""
+    if not getattr(estimator, "probability", False):
+        raise AttributeError("predict_proba is available only with probability=True.")
+    return True
+
+
+class SVMClassifierBase(ClassifierMixin, BaseEstimator):
+    """Base class: binary SVM learner → multiclass classifier with optional Platt probabilities.
+
+    Subclasses define ``_fit_binary(X, y_pm, seed)`` and ``_decision_binary(model, X)`` and may
+    override ``_validate_params_extra``, ``_after_fit`` and ``_decision_matrix``.
+    """
+
+    _default_multiclass = "ovr"
+
+    # -- hooks ---------------------------------------------------------------------------------
+    def _validate_params_extra(self) -> None:
+        """Raise ValueError for invalid hyper-parameters (subclasses extend)."""
+
+    def _fit_binary(self, X: np.ndarray, y_pm: np.ndarray, seed: int) -> Any:
+        raise NotImplementedError
+
+    def _decision_binary(self, model: Any, X: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _after_fit(self, X: np.ndarray) -> None:
+        """Assemble public learned attributes from ``binary_models_`` (subclasses extend)."""
+
+    def _decision_matrix(self, X: np.ndarray) -> np.ndarray:
+        """Decision values of every binary problem, shape (n_samples, n_problems)."""
+        return np.column_stack([self._decision_binary(m, X) for m in self.binary_models_])
+
+    # -- fitting -------------------------------------------------------------------------------
+    def _check_common_params(self) -> None:
+        C = getattr(self, "C", 1.0)
+        if not isinstance(C, int | float | np.floating | np.integer) or not C > 0:
+            raise BsvmValueError(f"C must be a positive number or inf, got {C!r}.")
+        scheme = getattr(self, "multiclass", self._default_multiclass)
+        if scheme not in ("ovo", "ovr"):
+            raise BsvmValueError(f"multiclass must be 'ovo' or 'ovr', got {scheme!r}.")
+
+    def fit(self, X: Any, y: Any) -> SVMClassifierBase:
+        """Fit the classifier on X (n_samples, n_features) and labels y of any type; return self."""
+        X, y = check_fit_data(self, X, y)
+        self._check_common_params()
+        self._validate_params_extra()
+        self.classes_, y_idx = encode_labels(y)
+        rng = check_random_state(getattr(self, "random_state", None))
+        scheme = getattr(self, "multiclass", self._default_multiclass)
+        self.binary_problems_ = binary_problems(self.classes_.size, scheme)
+        self.binary_models_ = []
+        self.platt_ = [] if getattr(self, "probability", False) else None
+        for problem in self.binary_problems_:
+            mask, y_pm = problem_targets(y_idx, problem)
+            Xp = X[mask]
+            seed = int(rng.randint(np.iinfo(np.int32).max))
+            self.binary_models_.append(self._fit_binary(Xp, y_pm, seed))
+            if self.platt_ is not None:
+                self.platt_.append(self._fit_platt_problem(Xp, y_pm, seed))
+        self._after_fit(X)
+        return self
+
+    def _fit_platt_problem(self, X: np.ndarray, y_pm: np.ndarray, seed: int) -> tuple[float, float]:
+        """Platt's (A, B) from out-of-fold decision values of ``PLATT_FOLDS`` stratified folds."""
+        rng = np.random.default_rng(seed)
+        folds = np.empty(y_pm.shape[0], dtype=np.int64)
+        for label in (-1.0, 1.0):
+            where = np.flatnonzero(y_pm == label)
+            folds[rng.permutation(where)] = np.arange(where.size) % PLATT_FOLDS
+        f = np.zeros(y_pm.shape[0])
+        for k in range(PLATT_FOLDS):
+            test = folds == k
+            train = ~test
+            if not test.any():
+                continue
+            if np.unique(y_pm[train]).size < 2:
+                continue  # fold too small to train on; its points keep f = 0 (no information)
+            model = self._fit_binary(X[train], y_pm[train], seed + k + 1)
+            f[test] = self._decision_binary(model, X[test])
+        return fit_platt(f, y_pm)
+
+    # -- prediction ----------------------------------------------------------------------------
+    def decision_function(self, X: Any) -> np.ndarray:
+        """Binary: f(x) (n_samples,), > 0 means ``classes_[1]``. Multiclass: (n_samples, n_classes).
+
+        One-vs-rest returns each class's own decision value; one-vs-one returns pairwise votes plus a
+        confidence tie-breaker in (-1/3, 1/3) (see ``multiclass.ovo_votes``).
+        """
+        check_is_fitted(self, "binary_models_")
+        X = check_predict_data(self, X)
+        D = self._decision_matrix(X)
+        if self.classes_.size == 2:
+            return D[:, 0]
+        if self.binary_problems_[0][1] == REST:
+            return D
+        return ovo_votes(D, self.binary_problems_, self.classes_.size)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Predicted class labels, shape (n_samples,)."""
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return self.classes_[(scores > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    @available_if(_probability_enabled)
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Class probabilities (n_samples, n_classes) in ``classes_`` order; needs probability=True.
+
+        Binary: Platt's sigmoid. One-vs-one: Platt per pair, coupled by Wu, Lin & Weng (2004)
+        method 2 (libsvm's rule). One-vs-rest: Platt per class, normalised to sum to one.
+        """
+        check_is_fitted(self, "binary_models_")
+        if self.platt_ is None:
+            raise AttributeError(
+                "predict_proba needs a model fitted with probability=True; refit with it set."
+            )
+        X = check_predict_data(self, X)
+        D = self._decision_matrix(X)
+        P = np.column_stack([platt_proba(D[:, c], a, b) for c, (a, b) in enumerate(self.platt_)])
+        K = self.classes_.size
+        if K == 2:
+            return np.column_stack([1.0 - P[:, 0], P[:, 0]])
+        if self.binary_problems_[0][1] == REST:
+            P = np.clip(P, 1e-12, None)
+            return P / P.sum(axis=1, keepdims=True)
+        P = np.clip(P, 1e-7, 1 - 1e-7)
+        r = np.zeros((X.shape[0], K, K))
+        for c, (pos, neg) in enumerate(self.binary_problems_):
+            r[:, pos, neg] = P[:, c]
+            r[:, neg, pos] = 1.0 - P[:, c]
+        return pairwise_coupling(r)
+
+    @available_if(_probability_enabled)
+    def predict_log_proba(self, X: Any) -> np.ndarray:
+        """Logarithm of ``predict_proba``."""
+        return np.log(self.predict_proba(X))
