@@ -12,13 +12,11 @@ from .exceptions import (
     SingularCovarianceWarning,
 )
 
-__all__ = sorted(
-    [
-        "BsvmValueError",
-        "BsvmWarning",
-        "ConvergenceWarning",
-        "NotSeparableError",
-        "SingularCovarianceWarning",
-    ]
-)
+__all__ = [
+    "BsvmValueError",
+    "BsvmWarning",
+    "ConvergenceWarning",
+    "NotSeparableError",
+    "SingularCovarianceWarning",
+]
 __version__ = "0.1.0"
