@@ -11,12 +11,16 @@ from .exceptions import (
     NotSeparableError,
     SingularCovarianceWarning,
 )
+from .lda import LDA
+from .qda import QDA
 
 __all__ = [
     "BsvmValueError",
     "BsvmWarning",
     "ConvergenceWarning",
+    "LDA",
     "NotSeparableError",
+    "QDA",
     "SingularCovarianceWarning",
 ]
 __version__ = "0.1.0"

@@ -46,6 +46,6 @@ def encode_labels(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     classes, y_idx = np.unique(y, return_inverse=True)
     if classes.size < 2:
         raise BsvmValueError(
-            f"y has a single class ({classes[0]!r}); a classifier needs at least 2 classes."
+            f"y contains 1 class ({classes[0]!r}); a classifier needs at least 2 classes."
         )
     return classes, y_idx
