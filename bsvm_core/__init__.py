@@ -11,14 +11,18 @@ from .exceptions import (
     NotSeparableError,
     SingularCovarianceWarning,
 )
+from .kernel_svm import KernelSVM
 from .lda import LDA
+from .linear_svm import LinearSVM
 from .qda import QDA
 
 __all__ = [
     "BsvmValueError",
     "BsvmWarning",
     "ConvergenceWarning",
+    "KernelSVM",
     "LDA",
+    "LinearSVM",
     "NotSeparableError",
     "QDA",
     "SingularCovarianceWarning",

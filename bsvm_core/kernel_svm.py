@@ -1,0 +1,253 @@
+"""KernelSVM: the C-SVC dual solved by SMO (``solvers.smo``) behind a scikit-learn estimator."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._svm_base import SVMClassifierBase
+from ._validation import check_fit_data
+from .exceptions import BsvmValueError, ConvergenceWarning, NotSeparableError
+from .kernels import KERNELS, kernel_diagonal, kernel_matrix, kernel_row_function, resolve_gamma
+from .multiclass import problem_targets
+from .solvers.smo import DualDivergence, smo_solve
+
+PREDICT_BLOCK_MB = 64.0
+"""Memory budget of one block of K(X, support vectors) at predict time."""
+
+
+@dataclass
+class BinaryKernelModel:
+    """One fitted binary problem: f(x) = Σ_s coef_s K(sv_s, x) + intercept."""
+
+    support: np.ndarray  # indices into the rows the problem was fitted on
+    support_vectors: np.ndarray
+    coef: np.ndarray  # y_s α_s
+    intercept: float
+    objective: float
+    n_iter: int
+    converged: bool
+
+
+class KernelSVM(SVMClassifierBase):
+    """Kernel support-vector classifier: the libsvm C-SVC dual by SMO with WSS3.
+
+    Minimises ½ αᵀQα − eᵀα subject to yᵀα = 0 and 0 ≤ α ≤ C (Q_ij = y_i y_j k(x_i, x_j)) with the
+    second-order working-set selection of Fan, Chen & Lin (2005) and a bounded kernel-row cache.
+
+    Parameters
+    ----------
+    C : float, default=1.0
+        Box bound of the dual (penalty of the hinge loss); ``float("inf")`` is the hard margin.
+    kernel : {"linear", "poly", "rbf", "sigmoid"} or callable, default="rbf"
+        ``poly`` is (gamma x'z + coef0)^degree, ``rbf`` exp(-gamma ||x - z||²), ``sigmoid``
+        tanh(gamma x'z + coef0); a callable maps (X (n, d), Z (m, d)) to the (n, m) Gram matrix.
+    gamma : {"scale", "auto"} or float, default="scale"
+        "scale" = 1 / (n_features X.var()) on the training X, "auto" = 1 / n_features.
+    degree : int, default=3
+        Degree of the polynomial kernel.
+    coef0 : float, default=0.0
+        Constant of the polynomial and sigmoid kernels (poly is homogeneous when 0).
+    tol : float, default=1e-3
+        Stopping tolerance on the maximal KKT violation m(α) − M(α) (libsvm's eps).
+    max_iter : int or None, default=None
+        SMO iteration cap per binary problem; None is libsvm's max(10⁷, 100 n).
+    cache_mb : float, default=200
+        Memory budget of the kernel-row cache (float32 rows) of each binary problem.
+    multiclass : {"ovo", "ovr"}, default="ovo"
+        One-vs-one (votes, ties by summed confidence) or one-vs-rest (largest decision value).
+    probability : bool, default=False
+        Fit Platt's sigmoid on internal 5-fold decision values (multiclass: pairwise coupling for
+        OvO, normalised OvR) and enable ``predict_proba``.
+    random_state : int, RandomState or None, default=None
+        Seeds the folds of the probability calibration.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Sorted class labels.
+    support_ : ndarray of shape (n_SV,)
+        Sorted indices into the training X of the union of the support vectors of all problems.
+    support_vectors_ : ndarray of shape (n_SV, n_features)
+        ``X[support_]``.
+    dual_coef_ : ndarray of shape (n_problems, n_SV)
+        Row p holds y_s α_s of binary problem p (``binary_problems_[p]``, +1 = its positive class)
+        for each support vector s, 0 where s is not a support vector of p. Decision of problem p:
+        ``dual_coef_[p] @ K(support_vectors_, x) + intercept_[p]``; binary: one row, > 0 means
+        ``classes_[1]``.
+    intercept_ : ndarray of shape (n_problems,)
+        Intercepts b_p (libsvm's −rho).
+    n_support_ : ndarray of shape (n_classes,)
+        Number of support vectors of each class.
+    objective_ : ndarray of shape (n_problems,)
+        Dual objective ½ αᵀQα − eᵀα at the solution of each problem.
+    n_iter_ : ndarray of shape (n_problems,)
+        SMO iterations of each problem.
+    binary_problems_ : list of (int, int)
+        (positive, negative) class indices of each problem (negative −1 = rest).
+    """
+
+    _default_multiclass = "ovo"
+
+    def __init__(
+        self,
+        C: float = 1.0,
+        kernel: str | Callable[..., Any] = "rbf",
+        gamma: str | float = "scale",
+        degree: int = 3,
+        coef0: float = 0.0,
+        tol: float = 1e-3,
+        max_iter: int | None = None,
+        cache_mb: float = 200.0,
+        multiclass: str = "ovo",
+        probability: bool = False,
+        random_state: Any = None,
+    ) -> None:
+        self.C = C
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.tol = tol
+        self.max_iter = max_iter
+        self.cache_mb = cache_mb
+        self.multiclass = multiclass
+        self.probability = probability
+        self.random_state = random_state
+
+    # -- parameters ------------------------------------------------------------------------------
+    def _validate_params_extra(self) -> None:
+        if not callable(self.kernel) and self.kernel not in KERNELS:
+            raise BsvmValueError(
+                f"kernel must be one of {KERNELS} or a callable, got {self.kernel!r}."
+            )
+        if isinstance(self.degree, bool) or not isinstance(self.degree, int | np.integer):
+            raise BsvmValueError(f"degree must be a non-negative integer, got {self.degree!r}.")
+        if self.degree < 0:
+            raise BsvmValueError(f"degree must be a non-negative integer, got {self.degree!r}.")
+        if not isinstance(self.coef0, int | float | np.number) or not np.isfinite(self.coef0):
+            raise BsvmValueError(f"coef0 must be a finite number, got {self.coef0!r}.")
+        if not isinstance(self.tol, int | float | np.number) or not self.tol > 0:
+            raise BsvmValueError(f"tol must be a positive number, got {self.tol!r}.")
+        if self.max_iter is not None and (
+            isinstance(self.max_iter, bool)
+            or not isinstance(self.max_iter, int | np.integer)
+            or self.max_iter < 1
+        ):
+            raise BsvmValueError(
+                f"max_iter must be None or an integer >= 1, got {self.max_iter!r}."
+            )
+        if not isinstance(self.cache_mb, int | float | np.number) or not self.cache_mb > 0:
+            raise BsvmValueError(f"cache_mb must be a positive number, got {self.cache_mb!r}.")
+        if math.isnan(float(self.C)):
+            raise BsvmValueError("C must be a positive number or inf, got nan.")
+
+    def _kernel_args(self) -> dict[str, Any]:
+        return {"gamma": self._gamma, "degree": self.degree, "coef0": self.coef0}
+
+    # -- fitting ---------------------------------------------------------------------------------
+    def fit(self, X: Any, y: Any) -> KernelSVM:
+        """Fit on X (n_samples, n_features) and labels y; return self.
+
+        Raises
+        ------
+        NotSeparableError
+            With ``C=inf`` when the classes are not separable by the kernel.
+        """
+        X, y = check_fit_data(self, X, y)
+        try:
+            self._gamma = resolve_gamma(self.gamma, X)
+        except ValueError as err:
+            raise BsvmValueError(str(err)) from None
+        self._fit_y_idx = np.unique(y, return_inverse=True)[1]
+        try:
+            super().fit(X, y)
+        finally:
+            del self._fit_y_idx
+        return self
+
+    def _fit_binary(self, X: np.ndarray, y_pm: np.ndarray, seed: int) -> BinaryKernelModel:
+        kw = self._kernel_args()
+        C = float(self.C)
+        try:
+            res = smo_solve(
+                kernel_row_function(X, self.kernel, **kw),
+                kernel_diagonal(X, self.kernel, **kw),
+                y_pm,
+                C,
+                tol=float(self.tol),
+                max_iter=self.max_iter,
+                cache_mb=float(self.cache_mb),
+                floor_curvature=self.kernel != "rbf",
+            )
+        except DualDivergence as err:
+            raise NotSeparableError(
+                "The data are not separable by this kernel, so the hard-margin SVM (C=inf) has no "
+                f"solution ({err}). Use a finite C, e.g. C=1.0."
+            ) from None
+        if not res.converged:
+            if math.isinf(C):
+                raise NotSeparableError(
+                    f"The hard-margin SVM (C=inf) did not converge within {res.n_iter} iterations: "
+                    "the data are most likely not separable by this kernel. Use a finite C."
+                )
+            warnings.warn(
+                f"SMO stopped at max_iter={res.n_iter} before reaching tol={self.tol}.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        support = np.flatnonzero(res.alpha > 0.0)
+        return BinaryKernelModel(
+            support=support,
+            support_vectors=X[support],
+            coef=res.alpha[support] * y_pm[support],
+            intercept=res.intercept,
+            objective=res.objective,
+            n_iter=res.n_iter,
+            converged=res.converged,
+        )
+
+    def _after_fit(self, X: np.ndarray) -> None:
+        global_support = []
+        for problem, model in zip(self.binary_problems_, self.binary_models_, strict=True):
+            rows = np.flatnonzero(problem_targets(self._fit_y_idx, problem)[0])
+            global_support.append(rows[model.support])
+        self.support_ = np.unique(np.concatenate(global_support))
+        self.support_vectors_ = X[self.support_]
+        self.dual_coef_ = np.zeros((len(self.binary_models_), self.support_.size))
+        for p, (idx, model) in enumerate(zip(global_support, self.binary_models_, strict=True)):
+            self.dual_coef_[p, np.searchsorted(self.support_, idx)] = model.coef
+        self.intercept_ = np.array([m.intercept for m in self.binary_models_])
+        self.objective_ = np.array([m.objective for m in self.binary_models_])
+        self.n_iter_ = np.array([m.n_iter for m in self.binary_models_])
+        self.n_support_ = np.bincount(
+            self._fit_y_idx[self.support_], minlength=self.classes_.size
+        ).astype(np.int32)
+
+    # -- decision --------------------------------------------------------------------------------
+    def _decision_binary(self, model: BinaryKernelModel, X: np.ndarray) -> np.ndarray:
+        return self._kernel_times(X, model.support_vectors, model.coef[:, None])[:, 0] + (
+            model.intercept
+        )
+
+    def _decision_matrix(self, X: np.ndarray) -> np.ndarray:
+        """All problems at once: K(X, union of support vectors) @ dual_coef_ᵀ + intercept_."""
+        return self._kernel_times(X, self.support_vectors_, self.dual_coef_.T) + self.intercept_
+
+    def _kernel_times(self, X: np.ndarray, S: np.ndarray, W: np.ndarray) -> np.ndarray:
+        """K(X, S) @ W computed in row blocks of at most ``PREDICT_BLOCK_MB`` megabytes."""
+        out = np.empty((X.shape[0], W.shape[1]))
+        if S.shape[0] == 0:
+            out[:] = 0.0
+            return out
+        block = max(1, int(PREDICT_BLOCK_MB * 2**20 // (8 * S.shape[0])))
+        kw = self._kernel_args()
+        for start in range(0, X.shape[0], block):
+            stop = min(start + block, X.shape[0])
+            out[start:stop] = kernel_matrix(X[start:stop], S, self.kernel, **kw) @ W
+        return out

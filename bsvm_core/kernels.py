@@ -1,0 +1,189 @@
+"""Kernel functions k(x, z) as pure functions on arrays, and the resolution of ``gamma``.
+
+Every kernel takes ``X`` of shape (n, d) and ``Z`` of shape (m, d) and returns the (n, m) Gram block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+KERNELS = ("linear", "poly", "rbf", "sigmoid")
+"""Names of the built-in kernels."""
+
+
+def resolve_gamma(gamma: str | float, X: np.ndarray) -> float:
+    """Return gamma: "scale" = 1 / (d Var(X)) and "auto" = 1 / d, as scikit-learn's SVC; or the float."""
+    n_features = X.shape[1]
+    if isinstance(gamma, str):
+        if gamma == "scale":
+            var = float(X.var())
+            return 1.0 / (n_features * var) if var > 0.0 else 1.0
+        if gamma == "auto":
+            return 1.0 / n_features
+        raise ValueError(f"gamma must be 'scale', 'auto' or a float > 0, got {gamma!r}.")
+    if isinstance(gamma, bool) or not isinstance(gamma, int | float | np.number):
+        raise ValueError(f"gamma must be 'scale', 'auto' or a float > 0, got {gamma!r}.")
+    if not np.isfinite(gamma) or gamma <= 0:
+        raise ValueError(f"gamma must be 'scale', 'auto' or a float > 0, got {gamma!r}.")
+    return float(gamma)
+
+
+def linear_kernel(X: np.ndarray, Z: np.ndarray) -> np.ndarray:
+    """k(x, z) = x'z."""
+    return X @ Z.T
+
+
+def poly_kernel(
+    X: np.ndarray, Z: np.ndarray, gamma: float, degree: int, coef0: float
+) -> np.ndarray:
+    """k(x, z) = (gamma x'z + coef0)^degree; homogeneous when coef0 = 0."""
+    K = X @ Z.T
+    K *= gamma
+    K += coef0
+    return K**degree
+
+
+def rbf_kernel(
+    X: np.ndarray,
+    Z: np.ndarray,
+    gamma: float,
+    x_sq: np.ndarray | None = None,
+    z_sq: np.ndarray | None = None,
+) -> np.ndarray:
+    """k(x, z) = exp(-gamma ||x - z||²) with ||x - z||² = ||x||² + ||z||² - 2 x'z (norms optional)."""
+    if x_sq is None:
+        x_sq = np.einsum("ij,ij->i", X, X)
+    if z_sq is None:
+        z_sq = np.einsum("ij,ij->i", Z, Z)
+    K = X @ Z.T
+    K *= -2.0
+    K += x_sq[:, None]
+    K += z_sq[None, :]
+    np.maximum(K, 0.0, out=K)
+    K *= -gamma
+    return np.exp(K, out=K)
+
+
+def sigmoid_kernel(X: np.ndarray, Z: np.ndarray, gamma: float, coef0: float) -> np.ndarray:
+    """k(x, z) = tanh(gamma x'z + coef0); not positive semi-definite in general."""
+    K = X @ Z.T
+    K *= gamma
+    K += coef0
+    return np.tanh(K, out=K)
+
+
+def kernel_matrix(
+    X: np.ndarray,
+    Z: np.ndarray,
+    kernel: str | Callable[..., Any],
+    gamma: float = 1.0,
+    degree: int = 3,
+    coef0: float = 0.0,
+) -> np.ndarray:
+    """Gram block K(X, Z) of a named kernel or of a callable ``kernel(X, Z) -> (n, m)``."""
+    if callable(kernel):
+        K = np.asarray(kernel(X, Z), dtype=np.float64)
+        if K.shape != (X.shape[0], Z.shape[0]):
+            raise ValueError(
+                f"the callable kernel returned shape {K.shape}, expected {(X.shape[0], Z.shape[0])}."
+            )
+        return K
+    if kernel == "linear":
+        return linear_kernel(X, Z)
+    if kernel == "poly":
+        return poly_kernel(X, Z, gamma, degree, coef0)
+    if kernel == "rbf":
+        return rbf_kernel(X, Z, gamma)
+    if kernel == "sigmoid":
+        return sigmoid_kernel(X, Z, gamma, coef0)
+    raise ValueError(f"kernel must be one of {KERNELS} or a callable, got {kernel!r}.")
+
+
+def kernel_diagonal(
+    X: np.ndarray,
+    kernel: str | Callable[..., Any],
+    gamma: float = 1.0,
+    degree: int = 3,
+    coef0: float = 0.0,
+) -> np.ndarray:
+    """Diagonal k(x_i, x_i) without the full Gram matrix (row by row for a callable)."""
+    if callable(kernel):
+        return np.array(
+            [kernel_matrix(X[i : i + 1], X[i : i + 1], kernel)[0, 0] for i in range(len(X))]
+        )
+    sq = np.einsum("ij,ij->i", X, X)
+    if kernel == "linear":
+        return sq
+    if kernel == "poly":
+        return (gamma * sq + coef0) ** degree
+    if kernel == "rbf":
+        return np.ones(X.shape[0])
+    if kernel == "sigmoid":
+        return np.tanh(gamma * sq + coef0)
+    raise ValueError(f"kernel must be one of {KERNELS} or a callable, got {kernel!r}.")
+
+
+def kernel_row_function(
+    X: np.ndarray,
+    kernel: str | Callable[..., Any],
+    gamma: float = 1.0,
+    degree: int = 3,
+    coef0: float = 0.0,
+) -> Callable[[int, np.ndarray], None]:
+    """Return ``row(i, out)`` writing K(x_i, X) into the float64 vector ``out``, allocation-free.
+
+    rbf forms the distances in float64 (no cancellation loss) and evaluates the exponential in
+    float32 (SIMD, several times faster; relative error 1e-7, the precision of libsvm's cache).
+    """
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    if callable(kernel):
+
+        def row(i: int, out: np.ndarray) -> None:
+            out[:] = kernel_matrix(X[i : i + 1], X, kernel)[0]
+
+        return row
+    if kernel == "rbf":
+        # exp(-gamma (|x_i|² + |x|² - 2 x_i'x)), norms precomputed once; centring X (the kernel
+        # is translation invariant) keeps the norms small and the cancellation harmless
+        X = X - X.mean(axis=0)
+        g_sq = gamma * np.einsum("ij,ij->i", X, X)
+        X2g = X * (2.0 * gamma)
+        scratch = np.empty(X.shape[0], dtype=np.float32)
+
+        def row(i: int, out: np.ndarray) -> None:
+            np.dot(X2g, X[i], out=out)
+            out -= g_sq
+            out -= g_sq[i]
+            np.minimum(out, 0.0, out=scratch)
+            np.exp(scratch, out=scratch)
+            np.copyto(out, scratch)
+
+        return row
+    if kernel == "linear":
+
+        def row(i: int, out: np.ndarray) -> None:
+            np.dot(X, X[i], out=out)
+
+        return row
+    if kernel == "poly":
+        Xg = X * gamma
+
+        def row(i: int, out: np.ndarray) -> None:
+            np.dot(Xg, X[i], out=out)
+            out += coef0
+            np.power(out, degree, out=out)
+
+        return row
+    if kernel == "sigmoid":
+        Xg = X * gamma
+
+        def row(i: int, out: np.ndarray) -> None:
+            np.dot(Xg, X[i], out=out)
+            out += coef0
+            np.tanh(out, out=out)
+
+        return row
+    raise ValueError(f"kernel must be one of {KERNELS} or a callable, got {kernel!r}.")

@@ -1,0 +1,177 @@
+"""LinearSVM: the primal linear SVM behind a scikit-learn estimator (solvers in ``solvers/``)."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+import warnings
+
+import numpy as np
+from threadpoolctl import ThreadpoolController
+
+from ._svm_base import SVMClassifierBase
+from .exceptions import BsvmValueError, ConvergenceWarning
+from .solvers.linear_exact import fit_linear_exact
+from .solvers.linear_objective import LinearSolution
+from .solvers.subgradient import fit_linear_subgradient
+
+SOLVERS = ("auto", "subgradient")
+SINGLE_THREAD_SIZE = 200_000
+"""From this many entries of X on, BLAS runs single-threaded inside the solvers: tall-skinny
+products gain little from threads and lose much when other processes share the cores."""
+
+
+@functools.cache
+def _blas_controller() -> ThreadpoolController:
+    """One ThreadpoolController per process (discovering the BLAS libraries is slow)."""
+    return ThreadpoolController()
+
+
+class LinearSVM(SVMClassifierBase):
+    """Linear support-vector classifier: min ½‖w‖² + C Σ max(0, 1 − y_i(w'x_i + b)), b unpenalised.
+
+    This is libsvm's (and scikit-learn ``SVC(kernel="linear")``'s) objective, solved in the primal.
+    scikit-learn's ``LinearSVC`` differs: it penalises the intercept.
+
+    Parameters
+    ----------
+    C : float, default=1.0
+        Weight of the hinge loss; ``float("inf")`` is the hard margin (raises
+        ``NotSeparableError`` when no hyperplane separates the classes; solver "auto" only).
+    solver : {"auto", "subgradient"}, default="auto"
+        "auto": exact solver — Newton's method on a Huber-smoothed hinge with decreasing smoothing,
+        finished by a primal-dual active-set solve of the KKT system (``solvers.linear_exact``).
+        "subgradient": the textbook primal subgradient method with Pegasos steps 1/(λt) and the
+        intercept minimised out exactly (``solvers.subgradient``).
+    fit_intercept : bool, default=True
+        Learn the unpenalised intercept b; False fixes b = 0.
+    tol : float, default=1e-4
+        "subgradient": stop when the best objective improves by less than ``tol`` (relative) over
+        10 iterations. "auto" stops at the exact optimum (KKT conditions to round-off); ``tol`` only
+        judges its fallback (smoothing bound on the objective gap) on degenerate data.
+    max_iter : int, default=1000
+        "subgradient": iterations (full passes over the data). "auto": cap on Newton plus
+        active-set steps (a few dozen are typical).
+    learning_rate : float or None, default=None
+        "subgradient" only: η₀ of the schedule η_t = η₀ / (1 + η₀ λ t), λ = 1/(C n);
+        None is Pegasos' η_t = 1 / (λ t).
+    multiclass : {"ovr", "ovo"}, default="ovr"
+        One-vs-rest (largest decision value) or one-vs-one (votes, ties by summed confidence).
+    random_state : int, RandomState or None, default=None
+        Seeds the folds of the probability calibration (the solvers are deterministic).
+    probability : bool, default=False
+        Fit Platt's sigmoid on internal 5-fold decision values and enable ``predict_proba``.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Sorted class labels.
+    coef_ : ndarray of shape (n_problems, n_features)
+        w of each binary problem (one problem for two classes, positive class ``classes_[1]``).
+    intercept_ : ndarray of shape (n_problems,)
+        b of each binary problem.
+    n_iter_ : ndarray of shape (n_problems,)
+        Iterations each binary problem took.
+    converged_ : ndarray of shape (n_problems,)
+        Whether each binary problem met its stopping rule (a ``ConvergenceWarning`` otherwise).
+    objective_ : ndarray of shape (n_problems,)
+        Primal objective P(w, b) at the solution (½‖w‖² for the hard margin).
+    binary_problems_ : list of (int, int)
+        (positive, negative) class indices of each problem; negative −1 means "the rest".
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    """
+
+    _default_multiclass = "ovr"
+
+    def __init__(
+        self,
+        C: float = 1.0,
+        solver: str = "auto",
+        fit_intercept: bool = True,
+        tol: float = 1e-4,
+        max_iter: int = 1000,
+        learning_rate: float | None = None,
+        multiclass: str = "ovr",
+        random_state: int | np.random.RandomState | None = None,
+        probability: bool = False,
+    ) -> None:
+        self.C = C
+        self.solver = solver
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+        self.learning_rate = learning_rate
+        self.multiclass = multiclass
+        self.random_state = random_state
+        self.probability = probability
+
+    def _validate_params_extra(self) -> None:
+        if self.solver not in SOLVERS:
+            raise BsvmValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}.")
+        if math.isnan(float(self.C)):
+            raise BsvmValueError("C must be a positive number or inf, got nan.")
+        if self.solver == "subgradient" and math.isinf(float(self.C)):
+            raise BsvmValueError(
+                "C=inf (hard margin) needs solver='auto'; the subgradient method has no finite "
+                "objective to descend."
+            )
+        if not isinstance(self.fit_intercept, bool | np.bool_):
+            raise BsvmValueError(f"fit_intercept must be a bool, got {self.fit_intercept!r}.")
+        if not isinstance(self.tol, int | float | np.number) or not self.tol > 0:
+            raise BsvmValueError(f"tol must be a positive number, got {self.tol!r}.")
+        if (
+            isinstance(self.max_iter, bool)
+            or not isinstance(self.max_iter, int | np.integer)
+            or self.max_iter < 1
+        ):
+            raise BsvmValueError(f"max_iter must be an integer >= 1, got {self.max_iter!r}.")
+        lr = self.learning_rate
+        if lr is not None and (not isinstance(lr, int | float | np.number) or not lr > 0):
+            raise BsvmValueError(f"learning_rate must be None or a positive number, got {lr!r}.")
+
+    def _fit_binary(self, X: np.ndarray, y: np.ndarray, seed: int) -> LinearSolution:
+        C = float(self.C)
+        limit = (
+            _blas_controller().limit(limits=1, user_api="blas")
+            if X.size >= SINGLE_THREAD_SIZE
+            else contextlib.nullcontext()
+        )
+        with limit:
+            if self.solver == "subgradient":
+                sol = fit_linear_subgradient(
+                    X,
+                    y,
+                    C,
+                    bool(self.fit_intercept),
+                    float(self.tol),
+                    int(self.max_iter),
+                    None if self.learning_rate is None else float(self.learning_rate),
+                )
+            else:
+                sol = fit_linear_exact(
+                    X, y, C, bool(self.fit_intercept), float(self.tol), int(self.max_iter)
+                )
+        if not sol.converged:
+            warnings.warn(
+                f"LinearSVM(solver={self.solver!r}) stopped after {sol.n_iter} iterations "
+                f"before meeting its tolerance; increase max_iter.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        return sol
+
+    def _decision_binary(self, model: LinearSolution, X: np.ndarray) -> np.ndarray:
+        return X @ model.w + model.b
+
+    def _after_fit(self, X: np.ndarray) -> None:
+        models = self.binary_models_
+        self.coef_ = np.vstack([m.w for m in models])
+        self.intercept_ = np.array([m.b for m in models])
+        self.n_iter_ = np.array([m.n_iter for m in models])
+        self.converged_ = np.array([m.converged for m in models])
+        self.objective_ = np.array([m.objective for m in models])
+
+    def _decision_matrix(self, X: np.ndarray) -> np.ndarray:
+        return X @ self.coef_.T + self.intercept_

@@ -1,0 +1,1 @@
+"""Solvers: plain functions on arrays (maths only); the estimators are thin objects around them."""
