@@ -4,6 +4,7 @@ Every estimator follows scikit-learn's conventions (``fit``/``predict``/``decisi
 ``classes_``, ``random_state``) so it works in pipelines and grid searches.
 """
 
+from .bayesian_svm import BayesianSVM
 from .exceptions import (
     BsvmValueError,
     BsvmWarning,
@@ -17,6 +18,7 @@ from .linear_svm import LinearSVM
 from .qda import QDA
 
 __all__ = [
+    "BayesianSVM",
     "BsvmValueError",
     "BsvmWarning",
     "ConvergenceWarning",

@@ -7,7 +7,7 @@ import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import bsvm_core
-from bsvm_core import LDA, QDA, KernelSVM, LinearSVM
+from bsvm_core import LDA, QDA, BayesianSVM, KernelSVM, LinearSVM
 
 ESTIMATORS = [
     LinearSVM(random_state=0),
@@ -16,6 +16,8 @@ ESTIMATORS = [
     KernelSVM(kernel="linear", multiclass="ovr", probability=True, random_state=0),
     LDA(),
     QDA(),
+    BayesianSVM(method="em", random_state=0),
+    BayesianSVM(method="mcmc", n_draws=60, burn_in=20, n_chains=2, random_state=0),
 ]
 
 # Checks that cannot pass, one by one, with the reason.

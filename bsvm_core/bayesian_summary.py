@@ -1,0 +1,89 @@
+"""Posterior summaries of a fitted BayesianSVM: per-coefficient tables and decision-value intervals."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .exceptions import BsvmValueError
+
+ROW_CHUNK = 2048
+"""Rows of X per block when turning draws into decision values (bounds memory at chunk × draws)."""
+
+
+def _check_level(level: float) -> tuple[float, float]:
+    if not (isinstance(level, int | float) and 0.0 < level < 1.0):
+        raise BsvmValueError(f"level must be a number in (0, 1), got {level!r}.")
+    return (1.0 - level) / 2.0, (1.0 + level) / 2.0
+
+
+def decision_draws(
+    X: np.ndarray, coef_draws: np.ndarray, intercept_draws: np.ndarray, level: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Equal-tailed interval of f = x'β + b over all chains × draws; (n,) or (n, n_classes) each."""
+    lo_q, hi_q = _check_level(level)
+    binary = coef_draws.ndim == 3
+    coef = coef_draws.reshape(-1, 1 if binary else coef_draws.shape[2], coef_draws.shape[-1])
+    b0 = intercept_draws.reshape(coef.shape[0], coef.shape[1])
+    lower = np.empty((X.shape[0], coef.shape[1]))
+    upper = np.empty_like(lower)
+    for start in range(0, X.shape[0], ROW_CHUNK):
+        rows = slice(start, start + ROW_CHUNK)
+        f = np.einsum("nd,gcd->ngc", X[rows], coef) + b0  # (rows, draws, problems)
+        lower[rows], upper[rows] = np.quantile(f, [lo_q, hi_q], axis=1)
+    return (lower.ravel(), upper.ravel()) if binary else (lower, upper)
+
+
+def _feature_names(est: Any) -> list[str]:
+    names = getattr(est, "feature_names_in_", None)
+    if names is not None:
+        return [str(n) for n in names]
+    return [f"x{j}" for j in range(est.n_features_in_)]
+
+
+def _with_intercept(est: Any, beta: np.ndarray, scale: str) -> np.ndarray:
+    """(..., k) standardised β → (..., 1 + d) with the intercept first, on the requested scale."""
+    if scale == "original":
+        coef, b0 = est._to_original(beta)
+        return np.concatenate([b0[..., None], coef], axis=-1)
+    if est.fit_intercept:
+        return beta
+    return np.concatenate([np.zeros((*beta.shape[:-1], 1)), beta], axis=-1)
+
+
+def summarise(est: Any, level: float, scale: str) -> list[dict[str, Any]]:
+    """Rows {name, mean, sd, lower, upper, ess, rhat[, inclusion_prob][, class]}, intercept first."""
+    from .diagnostics import ess_bulk, rhat_rank
+
+    if scale not in ("original", "standardised"):
+        raise BsvmValueError(f"scale must be 'original' or 'standardised', got {scale!r}.")
+    lo_q, hi_q = _check_level(level)
+    names = ["intercept", *_feature_names(est)]
+    n_problems = est.beta_std_.shape[0]
+    means = _with_intercept(est, est.beta_std_, scale)
+    has_draws = hasattr(est, "beta_draws_std_")
+    draws = _with_intercept(est, est.beta_draws_std_, scale) if has_draws else None
+    incl = getattr(est, "inclusion_prob_", None)
+    rows: list[dict[str, Any]] = []
+    for p in range(n_problems):
+        for j, name in enumerate(names):
+            row: dict[str, Any] = {"name": name, "mean": float(means[p, j])}
+            row.update(sd=None, lower=None, upper=None, ess=None, rhat=None)
+            if draws is not None:
+                d = draws[p, :, :, j]
+                lower, upper = np.quantile(d, [lo_q, hi_q])
+                varies = bool(np.ptp(d) > 0)
+                row.update(
+                    sd=float(d.std(ddof=1)) if d.size > 1 else 0.0,
+                    lower=float(lower),
+                    upper=float(upper),
+                    ess=float(ess_bulk(d)) if varies else None,
+                    rhat=float(rhat_rank(d)) if varies else None,
+                )
+            if incl is not None:
+                row["inclusion_prob"] = 1.0 if j == 0 else float(incl[p, j - 1])
+            if n_problems > 1:
+                row["class"] = est.classes_[p].item()
+            rows.append(row)
+    return rows

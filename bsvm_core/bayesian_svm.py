@@ -1,0 +1,342 @@
+"""BayesianSVM: the Polson & Scott (2011) data-augmentation SVM fitted by EM, ECME, Gibbs or
+spike-and-slab Gibbs (bayes-svm.md). The maths lives in ``solvers/bayes_*``; this is the thin object.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from joblib import Parallel, delayed
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted, check_random_state
+
+from ._validation import check_fit_data, check_predict_data, encode_labels
+from .bayesian_summary import decision_draws, summarise
+from .exceptions import BsvmValueError
+from .multiclass import binary_problems, problem_targets
+
+METHODS = ("em", "ecme", "mcmc", "spike_slab")
+RHAT_OK = 1.1
+"""MCMC fits report ``converged_`` when every coefficient's rank-normalised split R-hat is below this."""
+
+
+class _ProgressMeter:
+    """Average the per-task fractions into one 0..1 figure and pass it to the user's callback."""
+
+    def __init__(self, callback: Callable[[float], Any], n_tasks: int) -> None:
+        self._callback, self._done, self._lock = callback, [0.0] * n_tasks, threading.Lock()
+
+    def part(self, i: int) -> Callable[[float], None]:
+        def report(fraction: float) -> None:
+            with self._lock:
+                self._done[i] = float(fraction)
+                total = sum(self._done) / len(self._done)
+            self._callback(total)
+
+        return report
+
+
+class BayesianSVM(ClassifierMixin, BaseEstimator):
+    """Bayesian linear SVM by data augmentation (Polson & Scott 2011), binary or one-vs-rest.
+
+    The pseudo-posterior is exp(-2 Σ hinge) × Π exp(-|β_j/ν|^α) on standardised predictors (training
+    means and population SDs; a constant column keeps SD 1), with a flat prior on the intercept. Its
+    mode minimises Σ hinge + ν^{-α} Σ|β_j|^α / 2, so **α = 2 and ν = √C give the coefficients of
+    ``SVC(kernel="linear", C)``** fitted on the standardised data (bayes-svm.md §1.2). Credible
+    intervals are those of a pseudo-posterior: conventions, not calibrated probabilities.
+
+    Parameters
+    ----------
+    method : {"em", "ecme", "mcmc", "spike_slab"}, default="em"
+        EM mode with ν fixed; ECME mode with ν learned; Gibbs sampling; spike-and-slab Gibbs.
+    alpha : float in (0, 2], default=1.0
+        Exponent of the exponential-power prior (1 lasso, 2 ridge / standard SVM).
+    nu : float > 0, default=1.0
+        Prior scale (larger = less shrinkage); ECME and ``learn_nu`` start from it.
+    learn_nu : bool, default=False
+        MCMC: sample ν under a Gamma(a_nu, b_nu) prior on ν^{-α}. ECME always learns ν.
+    a_nu, b_nu : float > 0, default=1.0
+        Shape and rate of the Gamma prior on τ = ν^{-α}.
+    n_draws, burn_in, n_chains, thin : int
+        MCMC: kept draws per chain, sweeps discarded first, chains, sweeps per kept draw.
+    prior_inclusion : float in (0, 1], default=0.5
+        Spike-and-slab prior inclusion probability of each predictor (the intercept is always in).
+    tol : float, default=1e-8
+        EM/ECME: stop when the relative change of the objective is at most ``tol``.
+    max_iter : int, default=10000
+        EM/ECME iteration cap.
+    fit_intercept : bool, default=True
+        Fit an unpenalised intercept. Without it predictors are scaled but not centred.
+    multiclass : {"ovr"}, default="ovr"
+        One-vs-rest: one independent binary model per class.
+    random_state : int, RandomState or None
+        Seeds the MCMC chains (independent children of one ``np.random.SeedSequence``).
+    n_jobs : int or None
+        joblib workers for the chains × one-vs-rest problems.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+        Original scale: the mode (EM/ECME) or the Rao-Blackwellised posterior mean (MCMC).
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+    coef_std_ : ndarray, shape as ``coef_``
+        The same coefficients on the standardised scale.
+    nu_ : float or ndarray of shape (n_classes,)
+        ν used, learned (ECME) or its posterior mean (MCMC with ``learn_nu``).
+    objective_ : float or ndarray
+        EM/ECME: d_α(β, 2^{1/α} ν_) at the mode (standardised scale).
+    n_iter_ : int
+        EM/ECME iterations (largest over problems) or MCMC sweeps per chain.
+    converged_ : bool
+        EM/ECME: tolerance reached; MCMC: every R-hat below 1.1.
+    coef_draws_ : ndarray
+        MCMC, original scale: (n_chains, n_draws, n_features) for two classes, else
+        (n_chains, n_draws, n_classes, n_features). ``intercept_draws_`` drops the last axis.
+    inclusion_prob_ : ndarray, shape as ``coef_``
+        Spike-and-slab: Rao-Blackwellised posterior inclusion probabilities.
+    mean_, scale_ : ndarray of shape (n_features,)
+        The standardisation used in ``fit``.
+
+    Notes
+    -----
+    Progress and cancellation: ``set_progress_callback(fn)`` registers ``fn(fraction)``, called
+    during ``fit`` with the fraction of work done (sweeps for MCMC, iterations/max_iter for EM); an
+    exception raised by ``fn`` aborts ``fit``. The callback is not a parameter: ``clone`` and
+    pickling drop it. With a callback and ``n_jobs > 1`` the chains run in threads.
+    """
+
+    def __init__(
+        self,
+        method: str = "em",
+        alpha: float = 1.0,
+        nu: float = 1.0,
+        learn_nu: bool = False,
+        a_nu: float = 1.0,
+        b_nu: float = 1.0,
+        n_draws: int = 2000,
+        burn_in: int = 500,
+        n_chains: int = 4,
+        thin: int = 1,
+        prior_inclusion: float = 0.5,
+        tol: float = 1e-8,
+        max_iter: int = 10000,
+        fit_intercept: bool = True,
+        multiclass: str = "ovr",
+        random_state: int | np.random.RandomState | None = None,
+        n_jobs: int | None = None,
+    ) -> None:
+        self.method = method
+        self.alpha = alpha
+        self.nu = nu
+        self.learn_nu = learn_nu
+        self.a_nu = a_nu
+        self.b_nu = b_nu
+        self.n_draws = n_draws
+        self.burn_in = burn_in
+        self.n_chains = n_chains
+        self.thin = thin
+        self.prior_inclusion = prior_inclusion
+        self.tol = tol
+        self.max_iter = max_iter
+        self.fit_intercept = fit_intercept
+        self.multiclass = multiclass
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    # -- progress hook (not a parameter: clone- and pickle-safe) ------------------------------------
+    def set_progress_callback(self, fn: Callable[[float], Any] | None) -> BayesianSVM:
+        """Register ``fn(fraction_done)`` for the next ``fit``; raise inside it to cancel."""
+        self._progress_callback = fn
+        return self
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        state.pop("_progress_callback", None)
+        return state
+
+    # -- fitting -------------------------------------------------------------------------------------
+    def _check_params(self) -> None:
+        checks = [
+            (self.method in METHODS, f"method must be one of {METHODS}, got {self.method!r}."),
+            (_num(self.alpha) and 0 < self.alpha <= 2, "alpha must be in (0, 2]."),
+            (_num(self.nu) and 0 < self.nu < np.inf, "nu must be a finite number > 0."),
+            (_num(self.a_nu) and self.a_nu > 0, "a_nu must be > 0."),
+            (_num(self.b_nu) and self.b_nu > 0, "b_nu must be > 0."),
+            (_int(self.n_draws) and self.n_draws >= 1, "n_draws must be an integer >= 1."),
+            (_int(self.burn_in) and self.burn_in >= 0, "burn_in must be an integer >= 0."),
+            (_int(self.n_chains) and self.n_chains >= 1, "n_chains must be an integer >= 1."),
+            (_int(self.thin) and self.thin >= 1, "thin must be an integer >= 1."),
+            (
+                _num(self.prior_inclusion) and 0 < self.prior_inclusion <= 1,
+                "prior_inclusion in (0,1]",
+            ),
+            (_num(self.tol) and self.tol > 0, "tol must be > 0."),
+            (_int(self.max_iter) and self.max_iter >= 1, "max_iter must be an integer >= 1."),
+            (self.multiclass == "ovr", f"multiclass must be 'ovr', got {self.multiclass!r}."),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise BsvmValueError(message)
+
+    def fit(self, X: Any, y: Any) -> BayesianSVM:
+        """Standardise X, then fit one binary model (two classes) or one per class (one-vs-rest)."""
+        self._check_params()
+        X, y = check_fit_data(self, X, y)
+        self.classes_, y_idx = encode_labels(y)
+        self.mean_ = X.mean(axis=0) if self.fit_intercept else np.zeros(X.shape[1])
+        sd = np.sqrt(np.mean((X - self.mean_) ** 2, axis=0))
+        self.scale_ = np.where(sd > 1e-12 * (1.0 + np.abs(self.mean_)), sd, 1.0)
+        Z = (X - self.mean_) / self.scale_
+        if self.fit_intercept:
+            Z = np.column_stack([np.ones(Z.shape[0]), Z])
+        penalised = np.ones(Z.shape[1], dtype=bool)
+        penalised[0] = not self.fit_intercept
+        problems = binary_problems(len(self.classes_), "ovr")
+        tasks = [problem_targets(y_idx, p)[1][:, None] * Z for p in problems]
+        if self.method in ("em", "ecme"):
+            self._fit_modes(tasks, penalised)
+        else:
+            self._fit_mcmc(tasks, penalised)
+        return self
+
+    def _fit_modes(self, tasks: list[np.ndarray], penalised: np.ndarray) -> None:
+        from .solvers.bayes_ecme import fit_ecme
+        from .solvers.bayes_em import fit_em
+
+        meter = self._meter(len(tasks))
+        opts = {"alpha": float(self.alpha), "penalised": penalised, "tol": self.tol}
+        results = []
+        for i, Xt in enumerate(tasks):
+            report = meter.part(i) if meter else None
+            if self.method == "em":
+                res = fit_em(Xt, nu=self.nu, max_iter=self.max_iter, progress=report, **opts)
+            else:
+                res = fit_ecme(
+                    Xt, nu0=self.nu, a_nu=self.a_nu, b_nu=self.b_nu, max_iter=self.max_iter,
+                    progress=report, **opts,
+                )  # fmt: skip
+            if report:
+                report(1.0)
+            results.append(res)
+        self._store(np.array([r.beta for r in results]), [r.nu for r in results])
+        self.objective_ = self._per_problem([r.objective for r in results])
+        self.n_iter_ = max(r.n_iter for r in results)
+        self.converged_ = all(r.converged for r in results)
+
+    def _fit_mcmc(self, tasks: list[np.ndarray], penalised: np.ndarray) -> None:
+        from .diagnostics import rhat_rank
+        from .solvers.bayes_gibbs import run_gibbs
+        from .solvers.bayes_spike_slab import run_spike_slab
+
+        rs = self.random_state
+        entropy = None if rs is None else int(check_random_state(rs).randint(0, 2**31 - 1))
+        seeds = np.random.SeedSequence(entropy).spawn(len(tasks) * self.n_chains)
+        common = {
+            "alpha": float(self.alpha), "nu": float(self.nu), "n_draws": self.n_draws,
+            "burn_in": self.burn_in, "thin": self.thin, "penalised": penalised,
+        }  # fmt: skip
+        if self.method == "mcmc":
+            run, extra = run_gibbs, {"learn_nu": bool(self.learn_nu), "a_nu": self.a_nu,
+                                     "b_nu": self.b_nu}  # fmt: skip
+        else:
+            run, extra = run_spike_slab, {"prior_inclusion": float(self.prior_inclusion)}
+        meter = self._meter(len(seeds))
+        jobs = [
+            delayed(run)(
+                tasks[i // self.n_chains],
+                seed=seed,
+                progress=meter.part(i) if meter else None,
+                **common,
+                **extra,
+            )
+            for i, seed in enumerate(seeds)
+        ]
+        out = Parallel(n_jobs=self.n_jobs, prefer="threads" if meter else None)(jobs)
+        shape = (len(tasks), self.n_chains)
+        draws = np.array([o["beta_draws"] for o in out]).reshape(*shape, self.n_draws, -1)
+        rb = np.array([o["beta_rb"] for o in out]).reshape(*shape, -1).mean(axis=1)
+        nus = np.array([o["nu_draws"] for o in out]).reshape(len(tasks), -1).mean(axis=1)
+        self._store(rb, list(nus))
+        self.beta_draws_std_ = draws
+        coef, intercept = self._to_original(np.moveaxis(draws, 0, 2))
+        binary = len(tasks) == 1
+        self.coef_draws_ = coef[:, :, 0] if binary else coef
+        self.intercept_draws_ = intercept[:, :, 0] if binary else intercept
+        if self.method == "spike_slab":
+            incl = np.array([o["inclusion_prob"] for o in out]).reshape(*shape, -1).mean(axis=1)
+            self.inclusion_prob_ = incl[:, int(self.fit_intercept) :]
+        self.n_iter_ = self.burn_in + self.n_draws * self.thin
+        flat = draws.reshape(len(tasks), self.n_chains, self.n_draws, -1)
+        rhats = [
+            rhat_rank(flat[p, :, :, j])
+            for p in range(len(tasks))
+            for j in range(flat.shape[-1])
+            if np.ptp(flat[p, :, :, j]) > 0
+        ]
+        self.converged_ = bool(np.all(np.asarray(rhats) < RHAT_OK))
+
+    def _meter(self, n_tasks: int) -> _ProgressMeter | None:
+        callback = getattr(self, "_progress_callback", None)
+        return _ProgressMeter(callback, n_tasks) if callback is not None else None
+
+    def _to_original(self, beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Standardised β (..., k) → (coef (..., d), intercept (...)) on the scale of X."""
+        slopes = beta[..., int(self.fit_intercept) :]
+        coef = slopes / self.scale_
+        b0 = beta[..., 0] if self.fit_intercept else np.zeros(beta.shape[:-1])
+        return coef, b0 - coef @ self.mean_
+
+    def _store(self, beta_std: np.ndarray, nus: list[float]) -> None:
+        self.beta_std_ = beta_std
+        self.coef_std_ = beta_std[:, int(self.fit_intercept) :]
+        self.coef_, self.intercept_ = self._to_original(beta_std)
+        self.nu_ = self._per_problem(nus)
+
+    def _per_problem(self, values: list[float]) -> float | np.ndarray:
+        return float(values[0]) if len(values) == 1 else np.asarray(values, dtype=np.float64)
+
+    # -- prediction ----------------------------------------------------------------------------------
+    def decision_function(self, X: Any) -> np.ndarray:
+        """x'β + b: shape (n,) for two classes (> 0 means classes_[1]), else (n, n_classes)."""
+        check_is_fitted(self, "coef_")
+        X = check_predict_data(self, X)
+        f = X @ self.coef_.T + self.intercept_
+        return f.ravel() if f.shape[1] == 1 else f
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Class labels: sign of the decision (two classes) or its arg-max (one-vs-rest)."""
+        f = self.decision_function(X)
+        idx = (f > 0).astype(int) if f.ndim == 1 else np.argmax(f, axis=1)
+        return self.classes_[idx]
+
+    def predict_interval(self, X: Any, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+        """Equal-tailed credible interval of x'β + b from the MCMC draws; shapes as decision_function."""
+        check_is_fitted(self, "coef_")
+        if not hasattr(self, "coef_draws_"):
+            raise BsvmValueError(
+                f"method={self.method!r} gives a mode, not posterior draws; use 'mcmc' or 'spike_slab'."
+            )
+        X = check_predict_data(self, X)
+        return decision_draws(X, self.coef_draws_, self.intercept_draws_, level)
+
+    def posterior_summary(self, level: float = 0.95, scale: str = "original") -> list[dict]:
+        """Per coefficient (and "intercept"): mean, sd, lower, upper, ess, rhat (+ inclusion_prob).
+
+        ``scale`` is "original" (units of X) or "standardised". EM/ECME report the mode as ``mean``
+        and None for the rest (the hinge has no curvature for a Laplace approximation). Multiclass
+        rows carry a ``class`` key.
+        """
+        check_is_fitted(self, "coef_")
+        return summarise(self, level, scale)
+
+
+def _num(value: Any) -> bool:
+    return isinstance(value, int | float | np.number) and not isinstance(value, bool)
+
+
+def _int(value: Any) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)

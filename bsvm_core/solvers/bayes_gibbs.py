@@ -1,0 +1,200 @@
+"""Gibbs sampler of the data-augmented linear SVM, Polson & Scott (2011), bayes-svm.md §3 and §6.
+
+Pseudo-posterior π(β) ∝ exp{−2 Σ max(1 − x̃ᵢ'β, 0) − ν^{-α} Σⱼ |βⱼ|^α} on standardised predictors
+(σⱼ = 1), flat prior on unpenalised coefficients.  One sweep:
+
+* α = 1: β | λ, ω, ν → λ | β → (τ = ν^{-α} | β, ω integrated out) → ω | β, ν (the new ν);
+* α = 2: the same without ω (prior precision 2/ν²);
+* other α ∈ (0, 2): the uniform (Bayesian-bridge) mixture of §3.4 — β coordinate-wise from
+  truncated normals given λ and the slice variables u, then λ, τ, u in that order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..random_variates import truncated_normal, wald_inverse_mean
+from .gaussian_draw import blas_threads_for, draw_cholesky, draw_fast, normal_equations
+
+Progress = Callable[[float], object] | None
+
+
+def make_rng(
+    seed: int | np.random.SeedSequence | np.random.Generator | None,
+) -> np.random.Generator:
+    """A numpy Generator from an int, a SeedSequence, a Generator or None."""
+    return np.random.default_rng(seed)
+
+
+def draw_lambda_inv(
+    Xt: NDArray[np.float64], beta: NDArray[np.float64], rng: np.random.Generator
+) -> NDArray[np.float64]:
+    """λᵢ⁻¹ | β ~ IG(mean 1/|1 − x̃ᵢ'β|, shape 1); Polson & Scott (2011) eq. 6, §3.2."""
+    return wald_inverse_mean(np.abs(1.0 - Xt @ beta), 1.0, rng)
+
+
+def draw_tau(
+    beta_pen: NDArray[np.float64], alpha: float, a_nu: float, b_nu: float, rng: np.random.Generator
+) -> float:
+    """τ = ν^{-α} | β ~ Gamma(a_ν + k/α, rate b_ν + Σ|βⱼ|^α), ω integrated out; §3.5."""
+    s = float(np.sum(np.abs(beta_pen) ** alpha))
+    return float(rng.gamma(a_nu + beta_pen.size / alpha, 1.0 / (b_nu + s)))
+
+
+class ProgressReporter:
+    """Calls ``progress(fraction)`` about every 1 % of the sweeps and once at the end."""
+
+    def __init__(self, progress: Progress, total: int) -> None:
+        self.progress = progress
+        self.total = total
+        self.every = max(1, total // 100)
+
+    def __call__(self, done: int) -> None:
+        """Report ``done`` sweeps out of the total, when due."""
+        if self.progress is not None and (done % self.every == 0 or done == self.total):
+            self.progress(done / self.total)
+
+
+def check_mcmc_args(alpha: float, nu: float, n_draws: int, burn_in: int, thin: int) -> None:
+    """Raise ValueError for hyper-parameters outside their domains."""
+    if not 0.0 < alpha <= 2.0:
+        raise ValueError(f"alpha must be in (0, 2]; got {alpha}")
+    if not (np.isfinite(nu) and nu > 0.0):
+        raise ValueError(f"nu must be positive and finite; got {nu}")
+    if n_draws < 1 or burn_in < 0 or thin < 1:
+        raise ValueError(
+            f"need n_draws >= 1, burn_in >= 0, thin >= 1; got {n_draws}, {burn_in}, {thin}"
+        )
+
+
+def _gaussian_sweep_state(
+    alpha: float, nu: float, pen: NDArray[np.bool_], omega_inv: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Prior precisions pⱼ = 1/(ν² ωⱼ) (ω⁻¹ given; α = 2: ωⱼ = ½), 0 for flat coefficients."""
+    p = np.zeros(pen.size)
+    p[pen] = (2.0 if alpha == 2.0 else omega_inv) / nu**2
+    return p
+
+
+def _sweep_coordinates(
+    beta: NDArray[np.float64],
+    Q: NDArray[np.float64],
+    rho: NDArray[np.float64],
+    bound: NDArray[np.float64],
+    rng: np.random.Generator,
+) -> None:
+    """βⱼ | β₋ⱼ, λ, u ~ N(·, 1/Qⱼⱼ) truncated to |βⱼ| < boundⱼ, in place; bayes-svm.md §3.4 step 2."""
+    for j in range(beta.size):
+        qjj = Q[j, j]
+        if qjj <= 1e-300:
+            beta[j] = rng.uniform(-bound[j], bound[j])
+            continue
+        mean = (rho[j] - Q[j] @ beta + qjj * beta[j]) / qjj
+        beta[j] = truncated_normal(mean, 1.0 / np.sqrt(qjj), -bound[j], bound[j], rng)
+
+
+def run_gibbs(
+    Xt: NDArray[np.float64],
+    *,
+    alpha: float,
+    nu: float,
+    learn_nu: bool,
+    a_nu: float,
+    b_nu: float,
+    n_draws: int,
+    burn_in: int,
+    thin: int,
+    penalised: NDArray[np.bool_],
+    seed: int | np.random.SeedSequence | None,
+    progress: Progress = None,
+    gaussian: str = "auto",
+) -> dict[str, Any]:
+    """One Gibbs chain of the Polson-Scott SVM pseudo-posterior; bayes-svm.md §6 (§3.4 for α ∉ {1,2}).
+
+    Parameters
+    ----------
+    Xt : ndarray of shape (n, k)
+        Rows yᵢxᵢ' (standardised predictors, intercept column first if any).
+    alpha, nu : float
+        Penalty exponent in (0, 2] and (initial) scale ν > 0.
+    learn_nu : bool
+        Sample τ = ν^{-α} ~ Gamma(a_nu, b_nu) a priori (collapsed draw, before ω/u).
+    a_nu, b_nu : float
+        Shape and rate of the Gamma prior on ν^{-α}.
+    n_draws, burn_in, thin : int
+        Kept draws, discarded sweeps, and sweeps per kept draw.
+    penalised : ndarray of bool, shape (k,)
+        False for flat-prior coefficients (the intercept).
+    seed : int, SeedSequence or None
+        Seed of ``np.random.default_rng``.
+    progress : callable, optional
+        Called with the fraction of sweeps done; exceptions propagate (cancellation).
+    gaussian : {"auto", "cholesky", "fast"}
+        β-draw algorithm for α ∈ {1, 2}; "auto" uses the O(n²k) draw when k > n.
+
+    Returns
+    -------
+    dict
+        ``beta_draws`` (n_draws, k), ``beta_rb`` (k,) Rao-Blackwellised mean (average of the
+        conditional means b over all post-burn-in sweeps; for α ∉ {1, 2} the draw average),
+        ``nu_draws`` (n_draws,).
+    """
+    check_mcmc_args(alpha, nu, n_draws, burn_in, thin)
+    if gaussian not in ("auto", "cholesky", "fast"):
+        raise ValueError(f"gaussian must be 'auto', 'cholesky' or 'fast'; got {gaussian!r}")
+    Xt = np.ascontiguousarray(Xt, dtype=np.float64)
+    n, k = Xt.shape
+    pen = np.asarray(penalised, dtype=bool)
+    if pen.shape != (k,):
+        raise ValueError(f"penalised must have shape ({k},); got {pen.shape}")
+    rng = make_rng(seed)
+    use_fast = gaussian == "fast" or (gaussian == "auto" and k > n)
+    draw = draw_fast if use_fast else draw_cholesky
+    gaussian_prior = alpha in (1.0, 2.0)
+    total = burn_in + n_draws * thin
+    report = ProgressReporter(progress, total)
+
+    beta_draws = np.empty((n_draws, k))
+    nu_draws = np.empty(n_draws)
+    rb_sum = np.zeros(k)
+    lam_inv = np.ones(n)
+    omega_inv = np.full(int(pen.sum()), 0.5)  # prior mean of ω is 2 for α = 1
+    if not gaussian_prior:
+        beta = np.linalg.solve(Xt.T @ Xt + np.eye(k), Xt.T @ np.ones(n))  # ridge start, not 0
+        u = np.abs(beta[pen] / nu) ** alpha + rng.standard_exponential(int(pen.sum()))
+        bound = np.full(k, np.inf)
+
+    with blas_threads_for(*Xt.shape):
+        for sweep in range(1, total + 1):
+            if gaussian_prior:
+                prior_precision = _gaussian_sweep_state(alpha, nu, pen, omega_inv)
+                beta, b = draw(Xt, lam_inv, prior_precision, rng)
+            else:
+                bound[pen] = nu * u ** (1.0 / alpha)
+                Q, rho = normal_equations(Xt, lam_inv)
+                _sweep_coordinates(beta, Q, rho, bound, rng)
+                b = beta
+            lam_inv = draw_lambda_inv(Xt, beta, rng)
+            if learn_nu:
+                nu = draw_tau(beta[pen], alpha, a_nu, b_nu, rng) ** (-1.0 / alpha)
+            if alpha == 1.0:
+                omega_inv = wald_inverse_mean(np.abs(beta[pen]) / nu, 1.0, rng)  # §3.3
+            elif not gaussian_prior:
+                u = np.abs(beta[pen] / nu) ** alpha + rng.standard_exponential(int(pen.sum()))
+            kept = sweep - burn_in
+            if kept > 0:
+                rb_sum += b
+                if kept % thin == 0:
+                    beta_draws[kept // thin - 1] = beta
+                    nu_draws[kept // thin - 1] = nu
+            report(sweep)
+
+    return {
+        "beta_draws": beta_draws,
+        "beta_rb": rb_sum / (n_draws * thin),
+        "nu_draws": nu_draws,
+    }
