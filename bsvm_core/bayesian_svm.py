@@ -55,7 +55,9 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
     alpha : float in (0, 2], default=1.0
         Exponent of the exponential-power prior (1 lasso, 2 ridge / standard SVM).
     nu : float > 0, default=1.0
-        Prior scale (larger = less shrinkage); ECME and ``learn_nu`` start from it.
+        Prior scale (larger = less shrinkage); ECME and ``learn_nu`` start from it. For
+        ``spike_slab`` with α = 2 it is the SD of the paper's Gaussian slab N(0, ν²) (§7), α = 1
+        the Laplace slab exp(−|β/ν|); spike-and-slab supports α ∈ {1, 2} with ν fixed.
     learn_nu : bool, default=False
         MCMC: sample ν under a Gamma(a_nu, b_nu) prior on ν^{-α}. ECME always learns ν.
     a_nu, b_nu : float > 0, default=1.0

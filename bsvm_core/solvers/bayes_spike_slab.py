@@ -1,9 +1,10 @@
 """Spike-and-slab SVM by single-site Gibbs on γ with rank-one updates, bayes-svm.md §7.
 
 Prior: γⱼ ~ Bernoulli(πⱼ) for penalised j (flat-prior coefficients always in), βⱼ = 0 when
-γⱼ = 0 and βⱼ ~ the model's exponential-power prior exp(−|βⱼ/ν|^α) otherwise, as a normal scale
-mixture: α = 2 is the Gaussian slab N(0, ν²/2) (prior precision 2/ν², as in
-:mod:`.bayes_gibbs`), α = 1 the Laplace slab with ωⱼ ~ Exp(mean 2) and precision 1/(ν²ωⱼ).
+γⱼ = 0. α = 2 is the paper's Gaussian slab of §7, βⱼ ~ N(0, ν²) (σⱼ = 1 on the standardised
+scale, prior precision 1/ν²; note that this is *not* the exp(−β²/ν²) prior of the MCMC model, whose
+variance is ν²/2). α = 1 (an extension; §7 only defines the Gaussian slab) is the Laplace slab
+exp(−|βⱼ/ν|)/(2ν) as a normal scale mixture, ωⱼ ~ Exp(mean 2) and precision 1/(ν²ωⱼ) (§2.2).
 
 One sweep: (γ | λ, ω, β integrated out, George & McCulloch single-site in random order)
 → (β_γ | γ, λ, ω ~ N(b_γ, B_γ)) → (ω | β, γ) → (λ | β).  With the included block's inverse
@@ -102,9 +103,9 @@ def _inv_logit(x: float) -> float:
 def _slab_precision(
     alpha: float, nu: float, pen: NDArray[np.bool_], omega_inv: NDArray[np.float64]
 ) -> NDArray[np.float64]:
-    """pⱼ = 1/(ν² ωⱼ) with ωⱼ ≡ ½ for α = 2; 0 for flat-prior coefficients; §2.2."""
+    """pⱼ = ν⁻² (Gaussian slab N(0, ν²), §7) for α = 2, 1/(ν² ωⱼ) for α = 1 (§2.2); 0 if flat."""
     p = np.zeros(pen.size)
-    p[pen] = (2.0 if alpha == 2.0 else omega_inv[pen]) / nu**2
+    p[pen] = (1.0 if alpha == 2.0 else omega_inv[pen]) / nu**2
     return p
 
 

@@ -23,10 +23,10 @@ def problem(n: int, effects: list[float], seed: int, intercept: bool) -> np.ndar
 
 
 def log_slab(beta: np.ndarray, alpha: float, nu: float) -> np.ndarray:
-    """log of the exponential-power slab exp(−|β/ν|^α) / (2νΓ(1 + 1/α)) (bayes-svm.md §1)."""
-    from scipy.special import gammaln
-
-    return -(np.abs(beta / nu) ** alpha) - np.log(2 * nu) - gammaln(1 + 1 / alpha)
+    """log slab density: N(0, ν²) for α = 2 (bayes-svm.md §7), Laplace exp(−|β/ν|)/(2ν) for α = 1."""
+    if alpha == 2.0:
+        return -0.5 * (beta / nu) ** 2 - np.log(np.sqrt(2 * np.pi) * nu)
+    return -np.abs(beta / nu) - np.log(2 * nu)
 
 
 def enumerate_inclusion(
