@@ -35,6 +35,10 @@ class Settings(BaseSettings):
     host: str = Field("127.0.0.1", description="Interface uvicorn binds to.")
     port: int = Field(8000, ge=1, le=65535, description="Port uvicorn listens on.")
     log_level: str = Field("info", description="Python logging level name.")
+    public_docs: bool = Field(
+        True,
+        description="Serve /docs and /openapi.json without an API key (they hold no data).",
+    )
 
     @field_validator("api_keys", mode="before")
     @classmethod

@@ -1,0 +1,8 @@
+"""Write openapi/openapi.json from the app (``--check``: fail when the file is out of date)."""
+
+import sys
+
+from service.openapi_doc import main
+
+if __name__ == "__main__":
+    sys.exit(main())

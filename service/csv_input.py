@@ -1,0 +1,194 @@
+"""``text/csv`` bodies for ``POST /train`` and ``POST /predict``.
+
+A CSV body has a header row. For training, ``?model_type=`` names the model type and
+``?target=`` the label column; every other column is a feature (its header is the feature name).
+Optional: ``?name=``, ``?params=<JSON object>``, ``?test_fraction=``, ``?background=true``.
+Labels that are all integers become integers, otherwise strings. For prediction, ``?model=``
+names the model and ``?outputs=`` (repeatable) the outputs; every column is a feature, and the
+header is used to put the columns in the model's order.
+
+``CsvRoute`` turns such a body into the JSON payload of the route before FastAPI validates it, so
+both content types go through one schema and one set of checks.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from fastapi.routing import APIRoute
+from starlette.datastructures import QueryParams
+from starlette.requests import Request
+from starlette.responses import Response
+
+from service.errors import BadRequest, InvalidInput, detail
+
+CSV_MEDIA_TYPE = "text/csv"
+_INT = re.compile(r"^[+-]?\d{1,18}$")
+
+
+def is_csv(content_type: str | None) -> bool:
+    """True for ``text/csv`` (with or without parameters such as charset)."""
+    return bool(content_type) and content_type.split(";")[0].strip().lower() == CSV_MEDIA_TYPE
+
+
+def read_table(raw: bytes) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of a CSV body (400 when it is not UTF-8 text, 422 when it has no rows)."""
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise BadRequest("the CSV body is not UTF-8 text", [detail("body", "not UTF-8")]) from None
+    try:
+        table = [row for row in csv.reader(io.StringIO(text)) if row]
+    except csv.Error:
+        raise BadRequest("the CSV body could not be parsed", [detail("body", "bad CSV")]) from None
+    if len(table) < 2:
+        raise InvalidInput("the CSV has no data rows", [detail("body", "needs a header and rows")])
+    header = [name.strip() for name in table[0]]
+    for i, row in enumerate(table[1:]):
+        if len(row) != len(header):
+            raise InvalidInput(
+                "ragged CSV rows",
+                [detail(f"X[{i}]", f"has {len(row)} cells; the header has {len(header)}")],
+            )
+    return header, table[1:]
+
+
+def parse_numbers(rows: list[list[str]], columns: list[int], names: list[str]) -> list[list[float]]:
+    """The chosen columns as floats (422 naming the cell when one is not a number)."""
+    out = []
+    for i, row in enumerate(rows):
+        values = []
+        for j, col in enumerate(columns):
+            try:
+                values.append(float(row[col]))
+            except ValueError:
+                raise InvalidInput(
+                    "a CSV cell is not a number",
+                    [detail(f"X[{i}][{j}]", f"column {names[j]!r} must hold numbers")],
+                ) from None
+        out.append(values)
+    return out
+
+
+def _require(query: QueryParams, key: str) -> str:
+    value = query.get(key)
+    if not value:
+        raise InvalidInput(
+            f"query parameter {key} is required with text/csv", [detail(key, "is required")]
+        )
+    return value
+
+
+def train_payload(raw: bytes, query: QueryParams) -> dict[str, Any]:
+    """The ``POST /train`` JSON body equivalent to a CSV body and its query."""
+    model_type, target = _require(query, "model_type"), _require(query, "target")
+    header, rows = read_table(raw)
+    if target not in header:
+        raise InvalidInput("target column not found", [detail("target", "not a CSV column")])
+    t = header.index(target)
+    features = [j for j in range(len(header)) if j != t]
+    names = [header[j] for j in features]
+    labels = [row[t].strip() for row in rows]
+    if any(label == "" for label in labels):
+        raise InvalidInput("a label is empty", [detail("y", "every row needs a label")])
+    payload: dict[str, Any] = {
+        "model_type": model_type,
+        "X": parse_numbers(rows, features, names),
+        "y": [int(v) for v in labels] if all(_INT.match(v) for v in labels) else labels,
+        "feature_names": names,
+    }
+    if query.get("name"):
+        payload["name"] = query["name"]
+    if query.get("params"):
+        try:
+            payload["params"] = json.loads(query["params"])
+        except ValueError:
+            raise InvalidInput(
+                "params is not JSON", [detail("params", "must be a JSON object")]
+            ) from None
+    if query.get("test_fraction"):
+        payload["evaluation"] = {"test_fraction": query["test_fraction"]}
+    if query.get("background"):
+        payload["background"] = query["background"].lower() in ("1", "true", "yes")
+    return payload
+
+
+def predict_payload(raw: bytes, query: QueryParams) -> dict[str, Any]:
+    """The ``POST /predict`` JSON body equivalent to a CSV body and its query."""
+    model = _require(query, "model")
+    header, rows = read_table(raw)
+    payload: dict[str, Any] = {
+        "model": model,
+        "X": parse_numbers(rows, list(range(len(header))), header),
+        "feature_names": header,
+    }
+    if query.getlist("outputs"):
+        payload["outputs"] = query.getlist("outputs")
+    if query.get("level"):
+        payload["level"] = query["level"]
+    return payload
+
+
+CSV_PAYLOADS: dict[str, Callable[[bytes, QueryParams], dict[str, Any]]] = {
+    "/train": train_payload,
+    "/predict": predict_payload,
+}
+
+
+class _ParsedRequest(Request):
+    """A request whose body was already read and converted to a JSON value."""
+
+    def __init__(self, request: Request, raw: bytes, payload: dict[str, Any]) -> None:
+        scope = dict(request.scope)
+        scope["headers"] = [
+            (k, v) for k, v in request.scope["headers"] if k.lower() != b"content-type"
+        ] + [(b"content-type", b"application/json")]
+        super().__init__(scope, request.receive)
+        self._raw, self._payload = raw, payload
+
+    async def body(self) -> bytes:
+        return self._raw or b" "
+
+    async def json(self) -> Any:
+        return self._payload
+
+
+class CsvRoute(APIRoute):
+    """A route that also accepts ``text/csv``, converted by ``CSV_PAYLOADS[path]``."""
+
+    def get_route_handler(self) -> Callable[[Request], Any]:
+        handler = super().get_route_handler()
+        convert = CSV_PAYLOADS.get(self.path)
+        if convert is None:
+            return handler
+
+        async def csv_handler(request: Request) -> Response:
+            if is_csv(request.headers.get("content-type")):
+                raw = await request.body()
+                request = _ParsedRequest(request, raw, convert(raw, request.query_params))
+            return await handler(request)
+
+        return csv_handler
+
+
+def csv_openapi(body: str, query: dict[str, str], arrays: tuple[str, ...] = ()) -> dict[str, Any]:
+    """``openapi_extra`` declaring the CSV body and its (CSV-only) query parameters."""
+    string: dict[str, Any] = {"type": "string"}
+    return {
+        "requestBody": {"content": {CSV_MEDIA_TYPE: {"schema": {**string, "description": body}}}},
+        "parameters": [
+            {
+                "name": name,
+                "in": "query",
+                "required": False,
+                "schema": {"type": "array", "items": string} if name in arrays else string,
+                "description": f"text/csv only: {text}",
+            }
+            for name, text in query.items()
+        ],
+    }

@@ -1,0 +1,50 @@
+"""Dependencies of the routes as ``Annotated`` aliases, each reading one object off ``app.state``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from service.errors import Unavailable
+from service.jobs import JobManager
+from service.registry import Registry
+from service.settings import Settings
+from service.store import ModelStore
+
+NOT_READY = {"Retry-After": "5"}
+
+
+def get_settings(request: Request) -> Settings:
+    """The app's settings."""
+    return request.app.state.settings
+
+
+def get_store(request: Request) -> ModelStore:
+    """The model store (503 until it is usable)."""
+    store = getattr(request.app.state, "store", None)
+    if store is None:
+        raise Unavailable("the model store is not available", headers=NOT_READY)
+    return store
+
+
+def get_jobs(request: Request) -> JobManager:
+    """The job manager (503 until it exists)."""
+    jobs = getattr(request.app.state, "jobs", None)
+    if jobs is None:
+        raise Unavailable("training is not available: the model store is not", headers=NOT_READY)
+    return jobs
+
+
+def get_registry(request: Request) -> Registry:
+    """The model-type registry (503 when it could not be read)."""
+    registry = getattr(request.app.state, "registry", None)
+    if registry is None:
+        raise Unavailable("the model registry is not available", headers=NOT_READY)
+    return registry
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+StoreDep = Annotated[ModelStore, Depends(get_store)]
+JobsDep = Annotated[JobManager, Depends(get_jobs)]
+RegistryDep = Annotated[Registry, Depends(get_registry)]

@@ -1,0 +1,151 @@
+"""Every error as the one envelope of api.md: ``{error, code, details, request_id}``.
+
+One table maps what can go wrong to a status and a stable code:
+
+==================================  ======  ==========================================
+raised                              status  code
+==================================  ======  ==========================================
+``ApiError`` subclasses             theirs  theirs (``service.errors``)
+``RequestValidationError``          422     ``INVALID_INPUT`` (``BAD_REQUEST`` 400 for bad JSON)
+Starlette ``HTTPException``         theirs  ``NOT_FOUND``, ``METHOD_NOT_ALLOWED``, ...
+anything else (middleware)          500     ``INTERNAL`` — logged with its traceback, never sent
+==================================  ======  ==========================================
+
+Messages never echo raw input values: field paths and the problem only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from http import HTTPStatus
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from service.errors import ApiError, ErrorBody, ErrorDetail
+
+REQUEST_ID_HEADER = "X-Request-ID"
+
+#: Model types of api.md; a discriminated union puts the tag in error locations, which we drop.
+MODEL_TYPE_TAGS = frozenset(
+    {"linear_svm", "kernel_svm", "em_svm", "ecme_svm", "mcmc_svm", "spike_slab_svm", "lda", "qda"}
+)
+#: Location parts that name a pydantic union member or validator, not a field.
+_TYPE_TAG = re.compile(r"^(?:[a-z-]+\[.*\]|int|float|str|bool|none|list|dict)$")
+_LOCATION_ROOTS = frozenset({"body", "query", "path", "header", "cookie"})
+
+
+def request_id_of(request: Request) -> str:
+    """The id the middleware gave this request ('-' if it never ran)."""
+    return getattr(request.state, "request_id", "-")
+
+
+def error_response(
+    status_code: int,
+    code: str,
+    message: str,
+    request_id: str,
+    details: Sequence[ErrorDetail] = (),
+    headers: Mapping[str, str] | None = None,
+) -> JSONResponse:
+    """The envelope as a response, with ``X-Request-ID`` set."""
+    body = ErrorBody(error=message, code=code, details=list(details), request_id=request_id)
+    all_headers = {**(headers or {}), REQUEST_ID_HEADER: request_id}
+    return JSONResponse(body.model_dump(), status_code=status_code, headers=all_headers)
+
+
+def field_path(loc: Iterable[int | str]) -> str:
+    """``("body", "params", "C")`` → ``"params.C"``; ``("body", "X", 2)`` → ``"X[2]"``."""
+    parts = list(loc)
+    if len(parts) > 1 and parts[0] in _LOCATION_ROOTS:
+        parts = parts[1:]
+    path = ""
+    for part in parts:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif part in MODEL_TYPE_TAGS or _TYPE_TAG.match(part):
+            continue
+        else:
+            path += f".{part}" if path else part
+    return path or "body"
+
+
+def _problem(error: Mapping[str, Any]) -> str:
+    """pydantic's message, with any quoted copy of the offending value taken out."""
+    kind = error.get("type", "")
+    ctx = error.get("ctx") or {}
+    if kind == "union_tag_invalid":
+        return (
+            f"unknown {ctx.get('discriminator', 'tag')}; expected one of {ctx.get('expected_tags')}"
+        )
+    if kind == "union_tag_not_found":
+        return f"missing {ctx.get('discriminator', 'tag')}"
+    if kind == "json_invalid":
+        return "the body is not valid JSON"
+    message = str(error.get("msg", "invalid value"))
+    value = error.get("input")
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        message = message.replace(f"'{value}'", "the given value")
+    return message
+
+
+def validation_details(errors: Sequence[Mapping[str, Any]]) -> list[ErrorDetail]:
+    """pydantic errors as ``ErrorDetail``s, one per distinct (field, problem)."""
+    seen: dict[tuple[str, str], ErrorDetail] = {}
+    for error in errors:
+        field, problem = field_path(error.get("loc", ())), _problem(error)
+        seen.setdefault((field, problem), ErrorDetail(field=field, problem=problem))
+    return list(seen.values())
+
+
+async def _api_error(request: Request, exc: Exception) -> JSONResponse:
+    """``ApiError`` → its own status, code and headers."""
+    assert isinstance(exc, ApiError)
+    return error_response(
+        exc.status_code, exc.code, exc.message, request_id_of(request), exc.details, exc.headers
+    )
+
+
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+    """FastAPI's validation errors → 422 ``INVALID_INPUT``, or 400 when the JSON is unparseable."""
+    assert isinstance(exc, RequestValidationError)
+    errors = list(exc.errors())
+    rid = request_id_of(request)
+    if any(e.get("type") == "json_invalid" for e in errors):
+        detail = ErrorDetail(field="body", problem="the body is not valid JSON")
+        return error_response(400, "BAD_REQUEST", "request body could not be parsed", rid, [detail])
+    details = validation_details(errors)
+    return error_response(422, "INVALID_INPUT", "request fields are invalid", rid, details)
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    """Starlette/FastAPI ``HTTPException`` (unknown route, wrong method, bad body) → envelope."""
+    assert isinstance(exc, StarletteHTTPException)
+    status = HTTPStatus(exc.status_code)
+    rid = request_id_of(request)
+    if exc.status_code == 404:
+        message = f"no route {request.method} {request.url.path}"
+    elif exc.status_code == 405:
+        message = f"method {request.method} not allowed on {request.url.path}"
+    elif exc.status_code == 400:
+        message = "request body could not be parsed"
+    else:
+        message = status.phrase
+    return error_response(exc.status_code, status.name, message, rid, headers=exc.headers)
+
+
+def internal_error(request_id: str) -> JSONResponse:
+    """The 500 envelope: no exception text, no traceback."""
+    message = "internal error; the server log has the details under this request id"
+    return error_response(500, "INTERNAL", message, request_id)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Register the handlers so every error the app raises leaves as the envelope."""
+    app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)

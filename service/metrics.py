@@ -1,0 +1,112 @@
+"""Prometheus metrics on a per-app ``CollectorRegistry``, served as text at ``GET /metrics``.
+
+========================================  =========  ===============================
+metric                                    kind       labels
+========================================  =========  ===============================
+``bsvm_http_requests_total``              counter    method, route, status
+``bsvm_http_request_duration_seconds``    histogram  method, route, status
+``bsvm_trainings_total``                  counter    model_type, outcome
+``bsvm_training_duration_seconds``        histogram  model_type
+``bsvm_models_cached``                    gauge      (none)
+========================================  =========  ===============================
+
+``route`` is the path template (``/models/{model_id}``), so ids never become label values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Response
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
+
+from service.openapi_doc import error_responses
+
+REQUEST_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+TRAINING_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600, 1800)
+TRAINING_OUTCOMES = ("succeeded", "failed", "cancelled", "timeout")
+
+
+def cache_size(store: Any) -> float:
+    """How many fitted models ``store`` holds loaded (its ``cached_count``; 0 if it has none)."""
+    value = getattr(store, "cached_count", 0)
+    return float(value() if callable(value) else value)
+
+
+class Metrics:
+    """The service's collectors, each on this object's own registry."""
+
+    def __init__(self) -> None:
+        disable_created_metrics()  # the *_created series only double the scrape
+        self.registry = CollectorRegistry()
+        labels = ("method", "route", "status")
+        self.requests = Counter(
+            "bsvm_http_requests", "HTTP requests served.", labels, registry=self.registry
+        )
+        self.latency = Histogram(
+            "bsvm_http_request_duration_seconds",
+            "Time from request to response.",
+            labels,
+            buckets=REQUEST_BUCKETS,
+            registry=self.registry,
+        )
+        self.trainings = Counter(
+            "bsvm_trainings",
+            "Trainings finished, by model type and outcome.",
+            ("model_type", "outcome"),
+            registry=self.registry,
+        )
+        self.training_seconds = Histogram(
+            "bsvm_training_duration_seconds",
+            "Wall-clock seconds of one training.",
+            ("model_type",),
+            buckets=TRAINING_BUCKETS,
+            registry=self.registry,
+        )
+        self.models_cached = Gauge(
+            "bsvm_models_cached", "Fitted models held in the LRU cache.", registry=self.registry
+        )
+        self.router = self._make_router()
+
+    def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
+        """Count one request and its latency."""
+        self.requests.labels(method, route, str(status)).inc()
+        self.latency.labels(method, route, str(status)).observe(seconds)
+
+    def record_training(self, model_type: str, outcome: str, seconds: float) -> None:
+        """Count one finished training (outcome: succeeded, failed, cancelled, timeout)."""
+        self.trainings.labels(model_type, outcome).inc()
+        self.training_seconds.labels(model_type).observe(seconds)
+
+    def watch_store(self, store: Any) -> None:
+        """Read the number of cached models from ``store`` at every scrape."""
+        self.models_cached.set_function(lambda: cache_size(store))
+
+    def render(self) -> bytes:
+        """The Prometheus text exposition of every collector."""
+        return generate_latest(self.registry)
+
+    def _make_router(self) -> APIRouter:
+        router = APIRouter(tags=["operations"])
+
+        @router.get(
+            "/metrics",
+            response_class=Response,
+            responses={
+                200: {"content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}}},
+                **error_responses(401),
+            },
+        )
+        def metrics() -> Response:
+            """Prometheus metrics in the text exposition format."""
+            return Response(self.render(), media_type=CONTENT_TYPE_LATEST)
+
+        return router

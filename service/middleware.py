@@ -1,0 +1,170 @@
+"""Per-request context as a pure ASGI middleware.
+
+For every HTTP request, in order: give it a request id (echoed as ``X-Request-ID`` on every
+response); check the API key (401, before any body is read); cap the body (413, from
+``Content-Length`` and again by counting the bytes as they stream in); run the app, turning any
+unexpected exception into the 500 envelope; then write one JSON log line and the request metrics.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from starlette.datastructures import Headers, MutableHeaders
+
+from service.auth import API_KEY_HEADER, check_api_key
+from service.error_handlers import REQUEST_ID_HEADER, error_response, internal_error
+from service.errors import ApiError, PayloadTooLarge, detail
+from service.metrics import Metrics
+from service.settings import Settings
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+access_log = logging.getLogger("service.access")
+_CLIENT_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+UNMATCHED_ROUTE = "<unmatched>"
+
+
+def new_request_id(incoming: str | None) -> str:
+    """The caller's ``X-Request-ID`` when it is short and plain, else a fresh uuid4 hex."""
+    if incoming and _CLIENT_REQUEST_ID.match(incoming):
+        return incoming
+    return uuid.uuid4().hex
+
+
+def route_template(scope: Scope) -> str:
+    """The matched route's path template (``/models/{model_id}``), never the raw path."""
+    path = getattr(scope.get("route"), "path", None)
+    if isinstance(path, str):
+        return path
+    if scope.get("endpoint") is not None and scope.get("root_path"):
+        return f"{scope['root_path']}/{{path}}"  # a mounted app, e.g. the docs assets
+    return UNMATCHED_ROUTE
+
+
+def too_large(limit: int) -> PayloadTooLarge:
+    """The 413 error for a body over ``limit`` bytes."""
+    mib = limit / (1024 * 1024)
+    return PayloadTooLarge(
+        f"request body is larger than the {mib:g} MiB limit (BSVM_MAX_BODY_MB)",
+        [detail("body", f"must be at most {limit} bytes")],
+    )
+
+
+async def read_capped_body(receive: Receive, limit: int) -> bytes:
+    """Read the whole body, counting bytes as they arrive; ``PayloadTooLarge`` past ``limit``."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise too_large(limit)
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+def replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that hands out ``body`` once, then defers to the real one (disconnects)."""
+    sent = False
+
+    async def receive_again() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return receive_again
+
+
+class RequestContextMiddleware:
+    """Request id, API key, body cap, the 500 envelope, access log and request metrics."""
+
+    def __init__(self, app: ASGIApp, settings: Settings, metrics: Metrics) -> None:
+        self.app = app
+        self.settings = settings
+        self.metrics = metrics
+        self.max_body = int(settings.max_body_mb * 1024 * 1024)
+
+    def _check_declared_length(self, headers: Headers) -> None:
+        """413 at once when ``Content-Length`` already says the body is too large.
+
+        A malformed ``Content-Length`` never gets here (the HTTP server rejects it); the streamed
+        count in ``read_capped_body`` is the check that cannot be lied to.
+        """
+        declared = headers.get("content-length")
+        if declared is None:
+            return
+        if declared.isdigit() and int(declared) > self.max_body:
+            raise too_large(self.max_body)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        headers = Headers(scope=scope)
+        request_id = new_request_id(headers.get(REQUEST_ID_HEADER))
+        state = scope.setdefault("state", {})
+        state["request_id"] = request_id
+        response_status = 500
+        response_started = False
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal response_status, response_started
+            if message["type"] == "http.response.start":
+                response_started = True
+                response_status = message["status"]
+                MutableHeaders(scope=message)[REQUEST_ID_HEADER] = request_id
+            await send(message)
+
+        try:
+            check_api_key(self.settings, scope["path"], headers.get(API_KEY_HEADER))
+            self._check_declared_length(headers)
+            body = await read_capped_body(receive, self.max_body)
+            await self.app(scope, replay(body, receive), send_with_id)
+        except ApiError as exc:
+            response = error_response(
+                exc.status_code, exc.code, exc.message, request_id, exc.details, exc.headers
+            )
+            await response(scope, receive, send_with_id)
+        except Exception:
+            access_log.exception("unhandled error (request_id=%s)", request_id)
+            if response_started:
+                raise
+            await internal_error(request_id)(scope, receive, send_with_id)
+        finally:
+            self._record(scope, state, request_id, response_status, started)
+
+    def _record(
+        self, scope: Scope, state: dict[str, Any], request_id: str, status: int, started: float
+    ) -> None:
+        """One structured log line and the request metrics."""
+        seconds = time.perf_counter() - started
+        route = route_template(scope)
+        self.metrics.observe_request(scope["method"], route, status, seconds)
+        fields = {
+            "request_id": request_id,
+            "method": scope["method"],
+            "route": route,
+            "path": scope["path"],
+            "status": status,
+            "latency_ms": round(seconds * 1000, 3),
+            "model_id": state.get("model_id"),
+        }
+        access_log.info("request", extra={"fields": fields})

@@ -1,0 +1,143 @@
+"""The OpenAPI document: error responses for routes, app-wide statuses, and the committed file.
+
+Regenerate ``openapi/openapi.json`` after changing a route or a schema::
+
+    .venv/bin/python scripts/gen_openapi.py          # write it
+    .venv/bin/python scripts/gen_openapi.py --check  # exit 1 when it is out of date
+
+Routes declare their own error statuses with ``responses=error_responses(404, 409, 422)``; the
+statuses every route can give (401 when keys are set, 400 for an unparseable body, 413 from the
+body cap, 500) are added to every operation here, and FastAPI's own 422 schema is replaced by the one envelope.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from http import HTTPStatus
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from service.errors import ErrorBody
+
+DOC_PATH = Path(__file__).resolve().parent.parent / "openapi" / "openapi.json"
+ENVELOPE_REF = "#/components/schemas/ErrorBody"
+_FASTAPI_422 = "#/components/schemas/HTTPValidationError"
+
+ERROR_DESCRIPTIONS = {
+    400: "The body could not be parsed.",
+    401: "Missing or invalid X-API-Key.",
+    404: "Unknown model, job or route.",
+    409: "The model cannot do that.",
+    413: "The body is larger than BSVM_MAX_BODY_MB.",
+    422: "Invalid fields or data.",
+    429: "Too many trainings at once; retry after Retry-After seconds.",
+    500: "Unexpected server error (details in the server log under the request id).",
+    503: "Not ready or busy; retry after Retry-After seconds.",
+}
+_RETRY_AFTER = {
+    "Retry-After": {
+        "description": "Seconds to wait before retrying.",
+        "schema": {"type": "integer"},
+    }
+}
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The ``responses=`` dict declaring each status with the ``ErrorBody`` envelope."""
+    out: dict[int | str, dict[str, Any]] = {}
+    for status in statuses:
+        entry: dict[str, Any] = {
+            "model": ErrorBody,
+            "description": ERROR_DESCRIPTIONS.get(status, HTTPStatus(status).phrase),
+        }
+        if status in (429, 503):
+            entry["headers"] = _RETRY_AFTER
+        out[status] = entry
+    return out
+
+
+def _envelope_response(status: int) -> dict[str, Any]:
+    """One response object of the document referring to the envelope."""
+    response: dict[str, Any] = {
+        "description": ERROR_DESCRIPTIONS.get(status, HTTPStatus(status).phrase),
+        "content": {"application/json": {"schema": {"$ref": ENVELOPE_REF}}},
+    }
+    if status in (429, 503):
+        response["headers"] = _RETRY_AFTER
+    return response
+
+
+def _with_app_wide_statuses(doc: dict[str, Any]) -> dict[str, Any]:
+    """Add 413/500 (and 401, 400 where they apply) everywhere; the envelope for FastAPI's 422."""
+    components = doc.setdefault("components", {}).setdefault("schemas", {})
+    for path_item in doc.get("paths", {}).values():
+        for operation in path_item.values():
+            responses = operation.setdefault("responses", {})
+            if "422" in responses and _FASTAPI_422 in json.dumps(responses["422"]):
+                responses["422"] = _envelope_response(422)
+            statuses = [413, 500]
+            if operation.get("security"):
+                statuses.append(401)
+            if "requestBody" in operation:
+                statuses.append(400)  # a body that cannot be parsed
+            for status in statuses:
+                responses.setdefault(str(status), _envelope_response(status))
+            operation["responses"] = dict(sorted(responses.items()))
+    for name in ("HTTPValidationError", "ValidationError"):
+        if name not in json.dumps(doc.get("paths", {})):
+            components.pop(name, None)
+    return doc
+
+
+def build_openapi(app: FastAPI) -> dict[str, Any]:
+    """The app's document, generated once and cached on the app."""
+    if app.openapi_schema is None:
+        doc = get_openapi(
+            title=app.title,
+            version=app.version,
+            description=app.description,
+            routes=app.routes,
+        )
+        app.openapi_schema = _with_app_wide_statuses(doc)
+    return app.openapi_schema
+
+
+def install_openapi(app: FastAPI) -> None:
+    """Make ``app.openapi()`` return the post-processed document."""
+    app.openapi = lambda: build_openapi(app)  # type: ignore[method-assign]
+
+
+def render(doc: dict[str, Any]) -> str:
+    """The document as the committed file holds it: sorted keys, two-space indent."""
+    return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def current_document() -> str:
+    """The document of an app built on default settings (environment ignored)."""
+    from service.main import create_app
+    from service.settings import Settings
+
+    return render(create_app(Settings.model_construct()).openapi())
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write ``openapi/openapi.json``, or with ``--check`` report whether it is current."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="fail if the file is out of date")
+    parser.add_argument("--output", type=Path, default=DOC_PATH)
+    args = parser.parse_args(argv)
+    text = current_document()
+    if args.check:
+        current = args.output.read_text() if args.output.exists() else ""
+        if current != text:
+            sys.stderr.write(f"{args.output} is out of date; run scripts/gen_openapi.py\n")
+            return 1
+        return 0
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(text)
+    return 0

@@ -1,0 +1,282 @@
+"""Scoring rows with a stored model, and reading a Bayesian model's posterior summary and draws."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from bsvm_core.diagnostics import ess_bulk, rhat_rank
+from service.data_checks import as_matrix, check_n_features
+from service.errors import Conflict, InvalidInput, detail
+from service.posterior_plot import CoefficientTrace
+from service.settings import Settings
+from service.store import ModelStore
+
+FLOAT_MAX = float(np.finfo(np.float64).max)
+
+
+def _floats(values: Any) -> list[Any]:
+    """An array as nested lists of finite floats (±inf clipped to the largest double)."""
+    arr = np.nan_to_num(
+        np.asarray(values, dtype=np.float64), nan=0.0, posinf=FLOAT_MAX, neginf=-FLOAT_MAX
+    )
+    return arr.tolist()
+
+
+def _labels(values: Any) -> list[Any]:
+    return np.asarray(values).tolist()
+
+
+def reorder_columns(
+    X: np.ndarray, given: Sequence[str] | None, expected: Sequence[str] | None
+) -> np.ndarray:
+    """Columns of ``X`` (named ``given``) in the model's order ``expected``; 422 when they differ."""
+    if given is None or expected is None or list(given) == list(expected):
+        return X
+    if len(given) != X.shape[1]:
+        raise InvalidInput(
+            "feature_names do not match X",
+            [detail("feature_names", f"has {len(given)} names for {X.shape[1]} columns")],
+        )
+    missing = sorted(set(expected) - set(given))
+    if missing or len(set(given)) != len(given):
+        raise InvalidInput(
+            "columns do not match the model's features",
+            [detail("feature_names", f"missing {missing[:10]}" if missing else "duplicates")],
+        )
+    position = {name: j for j, name in enumerate(given)}
+    return X[:, [position[name] for name in expected]]
+
+
+def _interval(estimator: Any, X: np.ndarray, level: float) -> dict[str, Any]:
+    """``predict_interval`` as ``{level, lower, upper}`` whatever shape the estimator returns."""
+    try:
+        result = estimator.predict_interval(X, level)
+    except ValueError as exc:  # e.g. EM/ECME: a mode, no posterior draws
+        raise Conflict(
+            f"this model cannot give intervals: {exc}",
+            [detail("outputs", "interval needs posterior draws (mcmc_svm, spike_slab_svm)")],
+        ) from None
+    if isinstance(result, dict):
+        lower, upper = result["lower"], result["upper"]
+    elif isinstance(result, tuple | list) and len(result) == 2:
+        lower, upper = result
+    else:
+        arr = np.asarray(result)
+        lower, upper = arr[..., 0], arr[..., 1]
+    return {"level": level, "lower": _floats(lower), "upper": _floats(upper)}
+
+
+def predict(store: ModelStore, settings: Settings, body: Any) -> dict[str, Any]:
+    """The outputs ``body.outputs`` of the model ``body.model`` on ``body.X``."""
+    model_id = store.resolve(body.model)
+    record = store.get_record(model_id)
+    X = as_matrix(body.X, settings)
+    X = reorder_columns(X, body.feature_names, record.get("feature_names"))
+    check_n_features(X, int(record["n_features"]))
+    estimator = store.load(model_id)
+    outputs = set(body.outputs)
+    if "probability" in outputs and not hasattr(estimator, "predict_proba"):
+        raise Conflict(
+            f"model {model_id} has no probabilities ({record['model_type']} without "
+            "probability=true); ask for label or decision",
+            [detail("outputs", "probability is not available for this model")],
+        )
+    if "interval" in outputs and not hasattr(estimator, "predict_interval"):
+        raise Conflict(
+            f"model {model_id} is not Bayesian ({record['model_type']}); intervals need a "
+            "Bayesian model (em_svm, ecme_svm, mcmc_svm, spike_slab_svm)",
+            [detail("outputs", "interval is not available for this model")],
+        )
+    out: dict[str, Any] = {
+        "model_id": model_id,
+        "name": record["name"],
+        "version": record["version"],
+        "classes": record["classes"],
+    }
+    if "label" in outputs:
+        out["predictions"] = _labels(estimator.predict(X))
+    if "decision" in outputs:
+        out["decision_function"] = _floats(estimator.decision_function(X))
+    if "probability" in outputs:
+        out["probabilities"] = _floats(estimator.predict_proba(X))
+    if "interval" in outputs:
+        out["intervals"] = _interval(estimator, X, body.level)
+    return out
+
+
+def _clean(entry: dict[str, Any]) -> dict[str, Any]:
+    """One coefficient's summary with numpy scalars unwrapped and NaN/inf as null."""
+    out = {}
+    for key, value in entry.items():
+        if isinstance(value, np.generic):
+            value = value.item()
+        if isinstance(value, float) and not math.isfinite(value):
+            value = None
+        out[str(key)] = value
+    return out
+
+
+def _display_name(name: str, feature_names: Sequence[str] | None) -> str:
+    """The core's coefficient name ``x<j>`` as the model's j-th feature name when it has one."""
+    if feature_names and name[:1] == "x" and name[1:].isdigit():
+        j = int(name[1:])
+        if j < len(feature_names):
+            return str(feature_names[j])
+    return name
+
+
+def posterior(
+    store: ModelStore, model_id: str, level: float, scale: str = "original"
+) -> dict[str, Any]:
+    """``posterior_summary(level)`` of a Bayesian model; 409 for a model without a posterior.
+
+    Coefficients the core names ``x0, x1, ...`` get the model's feature names when it has them.
+    """
+    record = store.get_record(model_id)
+    estimator = store.load(model_id)
+    if not hasattr(estimator, "posterior_summary"):
+        raise Conflict(
+            f"model {model_id} is a {record['model_type']}, which has no posterior; coefficient "
+            "intervals exist only for Bayesian models (em_svm, ecme_svm, mcmc_svm, "
+            "spike_slab_svm)",
+            [detail("model_id", "not a Bayesian model")],
+        )
+    coefficients = [_clean(entry) for entry in estimator.posterior_summary(level, scale=scale)]
+    for entry in coefficients:
+        entry["name"] = _display_name(str(entry.get("name", "")), record.get("feature_names"))
+    return {"model_id": model_id, "level": level, "scale": scale, "coefficients": coefficients}
+
+
+MAX_LISTED = 20
+"""Valid coefficient names listed in a 422 before the list is cut."""
+
+
+def _coefficient_names(estimator: Any, record: dict[str, Any]) -> list[str]:
+    """Feature coefficients' names as ``GET /models/{id}/posterior`` shows them (no intercept)."""
+    core = getattr(estimator, "feature_names_in_", None)
+    if core is None:
+        core = [f"x{j}" for j in range(int(record["n_features"]))]
+    return [_display_name(str(name), record.get("feature_names")) for name in core]
+
+
+def _listing(names: Sequence[str]) -> str:
+    """``names`` joined by commas, cut after ``MAX_LISTED`` with a count of the rest."""
+    shown = ", ".join(names[:MAX_LISTED])
+    rest = len(names) - MAX_LISTED
+    return f"{shown}, ... ({rest} more)" if rest > 0 else shown
+
+
+def _coefficient_column(coef: str, names: Sequence[str]) -> int | None:
+    """``None`` for the intercept, else the feature index that ``coef`` names; 422 when unknown."""
+    if coef == "intercept":
+        return None
+    if coef in names:
+        return list(names).index(coef)
+    if coef.isascii() and coef.isdigit() and int(coef) < len(names):
+        return int(coef)
+    valid = f"intercept, a feature index 0..{len(names) - 1}, or one of: {_listing(names)}"
+    raise InvalidInput(
+        "unknown coefficient", [detail("coef", f"not a coefficient of this model; use {valid}")]
+    )
+
+
+def _problem_index(class_label: str | None, classes: list[Any]) -> int:
+    """Row of the one-vs-rest problem of ``class_label`` (0 for two classes); 422 when unusable."""
+    labels = [str(c) for c in classes]
+    if len(labels) == 2:
+        if class_label is None or class_label == labels[1]:
+            return 0
+        problem = f"a two-class model has one set of coefficients, for {labels[1]} against "
+        raise InvalidInput(
+            "class does not apply", [detail("class", problem + f"{labels[0]}; omit class")]
+        )
+    if class_label in labels:
+        return labels.index(class_label)
+    problem = "not a class of this model"
+    if class_label is None:
+        problem = "required for a model with more than two classes"
+    raise InvalidInput(
+        "choose the class (one-vs-rest) to plot",
+        [detail("class", f"{problem}; one of: {_listing(labels)}")],
+    )
+
+
+def _draws_of(
+    estimator: Any, problem: int, column: int | None, scale: str
+) -> tuple[np.ndarray, float]:
+    """(chains × draws) of one coefficient of one problem on ``scale``, and its posterior mean."""
+    if scale == "standardised":
+        offset = int(estimator.fit_intercept)
+        draws = estimator.beta_draws_std_[problem]
+        if column is None and not offset:
+            return np.zeros(draws.shape[:2]), 0.0
+        k = 0 if column is None else column + offset
+        return draws[:, :, k], float(estimator.beta_std_[problem, k])
+    if column is None:
+        draws = estimator.intercept_draws_
+        draws = draws if draws.ndim == 3 else draws[:, :, None]
+        return draws[:, :, problem], float(estimator.intercept_[problem])
+    draws = estimator.coef_draws_
+    draws = draws if draws.ndim == 4 else draws[:, :, None, :]
+    return draws[:, :, problem, column], float(estimator.coef_[problem, column])
+
+
+def _diagnostics(draws: np.ndarray) -> tuple[float | None, float | None]:
+    """(rank-normalised split R-hat, bulk ESS) as the posterior route gives them; None if undefined."""
+    if draws.shape[1] < 4 or not np.ptp(draws) > 0:
+        return None, None
+    return float(rhat_rank(draws)), float(ess_bulk(draws))
+
+
+def coefficient_trace(
+    store: ModelStore,
+    model_id: str,
+    coef: str,
+    level: float,
+    scale: str = "original",
+    class_label: str | None = None,
+) -> CoefficientTrace:
+    """Draws and summary of one coefficient of an MCMC model; 409 for a model without draws."""
+    record = store.get_record(model_id)
+    estimator = store.load(model_id)
+    model_type = record["model_type"]
+    if not hasattr(estimator, "posterior_summary"):
+        raise Conflict(
+            f"model {model_id} ({model_type}) is not Bayesian and has no posterior; trace "
+            "plots exist only for Bayesian models fitted by sampling (mcmc_svm, spike_slab_svm)",
+            [detail("model_id", "not a Bayesian model")],
+        )
+    if not hasattr(estimator, "beta_draws_std_"):
+        raise Conflict(
+            f"model {model_id} ({model_type}) has a posterior mode but no posterior draws "
+            "to plot; trace plots need a model fitted by sampling (mcmc_svm, spike_slab_svm)",
+            [detail("model_id", "no posterior draws (EM/ECME give the mode only)")],
+        )
+    names = _coefficient_names(estimator, record)
+    column = _coefficient_column(coef, names)
+    classes = record.get("classes") or estimator.classes_.tolist()
+    problem = _problem_index(class_label, classes)
+    draws, mean = _draws_of(estimator, problem, column, scale)
+    lower, upper = np.quantile(draws, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
+    rhat, ess = _diagnostics(draws)
+    notes = [f"{scale} scale", f"{draws.shape[0]} chains x {draws.shape[1]} draws"]
+    if len(classes) > 2:
+        notes.insert(0, f"class {classes[problem]} vs rest")
+    inclusion = getattr(estimator, "inclusion_prob_", None)
+    if inclusion is not None and column is not None:
+        notes.append(f"P(included) {float(inclusion[problem, column]):.3f}")
+    return CoefficientTrace(
+        draws=np.asarray(draws, dtype=np.float64),
+        name="intercept" if column is None else names[column],
+        mean=mean,
+        lower=float(lower),
+        upper=float(upper),
+        level=level,
+        rhat=rhat,
+        ess=ess,
+        subtitle=", ".join(notes),
+    )

@@ -1,0 +1,143 @@
+"""From a validated ``POST /train`` body to a ``TrainTask``, and from a finished fit to a record.
+
+Everything that can be checked without fitting is checked here, in the request, so a bad request
+gets its 422 at once (also with ``background``). The seed: when a type takes ``random_state`` and
+none was given, the service draws one and records it, so every stored model can be refitted.
+"""
+
+from __future__ import annotations
+
+import math
+import platform
+import secrets
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+import numpy as np
+
+from service.data_checks import as_labels, as_matrix, check_feature_names
+from service.errors import InvalidInput, detail
+from service.evaluation import heldout_split
+from service.registry import Registry
+from service.settings import Settings
+from service.training import TrainTask
+
+LIBRARIES = ("bsvm", "numpy", "scipy", "scikit-learn", "joblib")
+ITERATION_PARAMS = ("max_iter", "n_draws", "burn_in")
+
+
+def jsonable(value: Any) -> Any:
+    """Plain JSON values: numpy scalars and arrays unwrapped, non-finite floats as strings."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | np.ndarray):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return repr(value)
+
+
+def _check_params(params: dict[str, Any], n_classes: int, settings: Settings) -> None:
+    for key in ITERATION_PARAMS:
+        value = params.get(key)
+        if value is not None and value > settings.max_iter:
+            raise InvalidInput(
+                "parameter out of bounds",
+                [detail(f"params.{key}", f"must be at most {settings.max_iter} (BSVM_MAX_ITER)")],
+            )
+    priors = params.get("priors")
+    if priors is not None:
+        if len(priors) != n_classes:
+            raise InvalidInput(
+                "priors do not match the classes",
+                [detail("params.priors", f"needs one prior per class ({n_classes})")],
+            )
+        if abs(sum(priors) - 1.0) > 1e-6:
+            raise InvalidInput("priors must sum to 1", [detail("params.priors", "must sum to 1")])
+
+
+def prepare_task(request: Any, settings: Settings, registry: Registry) -> TrainTask:
+    """Check a train request against the limits and build the worker's task (422 on problems)."""
+    spec = registry.get(request.model_type)
+    if spec is None:
+        raise InvalidInput(
+            "unknown model type",
+            [detail("model_type", f"expected one of {sorted(registry)}")],
+        )
+    X = as_matrix(request.X, settings)
+    y = as_labels(request.y, X.shape[0], settings)
+    feature_names = check_feature_names(request.feature_names, X.shape[1])
+    params = request.params.model_dump()
+    _check_params(params, np.unique(y).size, settings)
+    seed = params.get("random_state")
+    if "random_state" in params and seed is None:
+        seed = params["random_state"] = secrets.randbelow(2**31)
+    task = TrainTask(spec=spec, params=params, X=X, y=y)
+    evaluation = None
+    if request.evaluation is not None:
+        split_seed = request.evaluation.random_state
+        if split_seed is None:
+            split_seed = seed if seed is not None else secrets.randbelow(2**31)
+        fraction = request.evaluation.test_fraction
+        try:
+            task.X, task.X_test, task.y, task.y_test = heldout_split(X, y, fraction, split_seed)
+        except ValueError:
+            raise InvalidInput(
+                "cannot hold out a stratified split",
+                [
+                    detail(
+                        "evaluation.test_fraction",
+                        "every class needs rows on both sides of the split; send more rows or "
+                        "change test_fraction",
+                    )
+                ],
+            ) from None
+        evaluation = {"test_fraction": fraction, "random_state": split_seed}
+    task.meta = {
+        "name": request.name or request.model_type,
+        "feature_names": feature_names,
+        "random_state": seed,
+        "evaluation": evaluation,
+    }
+    return task
+
+
+def library_versions() -> dict[str, str | None]:
+    """Python and the libraries a stored model depends on."""
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for name in LIBRARIES:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def build_record(task: TrainTask, result: dict[str, Any]) -> dict[str, Any]:
+    """The model record (without id, version and digest, which the store adds)."""
+    estimator = result["estimator"]
+    metrics = dict(result["metrics"])
+    if metrics.get("heldout") is not None:
+        metrics["heldout"] = {**metrics["heldout"], **task.meta["evaluation"]}
+    return jsonable(
+        {
+            "name": task.meta["name"],
+            "model_type": task.model_type,
+            "params": result["params"],
+            "classes": estimator.classes_.tolist(),
+            "n_features": int(estimator.n_features_in_),
+            "feature_names": task.meta["feature_names"],
+            "training": result["training"],
+            "metrics": metrics,
+            "created_at": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "random_state": task.meta["random_state"],
+            "has_probabilities": hasattr(estimator, "predict_proba"),
+            "has_posterior": hasattr(estimator, "posterior_summary"),
+            "library_versions": library_versions(),
+        }
+    )

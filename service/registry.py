@@ -1,0 +1,203 @@
+"""The model-type registry: each ``model_type`` of the API mapped to its estimator and params model.
+
+A model type is registered only when its estimator imports, so a type whose core class does not
+exist yet is simply absent (from the registry, the ``POST /train`` union and the OpenAPI document).
+The params models carry every bound; ``POST /train``'s body is a discriminated union built from them.
+
+``C`` accepts a positive number, ``"inf"`` or JSON ``Infinity`` (the hard margin of api.md).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+logger = logging.getLogger("service.registry")
+
+MAX_ITER_BOUND = 10_000_000
+SEED_MAX = 2**32 - 1
+
+Cost = Annotated[
+    float,
+    Field(gt=0, description='Cost of a margin violation; `inf` (or "inf") is the hard margin.'),
+]
+Tol = Annotated[float, Field(gt=0, le=1.0, description="Stopping tolerance.")]
+MaxIter = Annotated[int, Field(ge=1, le=MAX_ITER_BOUND, description="Iteration cap.")]
+Seed = Annotated[
+    int | None,
+    Field(ge=0, le=SEED_MAX, description="Seed; the service draws one (and records it) if null."),
+]
+Priors = Annotated[
+    list[Annotated[float, Field(ge=0.0, le=1.0)]] | None,
+    Field(max_length=1000, description="Class priors in `classes` order (sum 1); null = estimate."),
+]
+
+
+class Params(BaseModel):
+    """Base of every params model: unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class LDAParams(Params):
+    """Linear discriminant analysis."""
+
+    priors: Priors = None
+    tol: Tol = 1e-4
+
+
+class QDAParams(Params):
+    """Quadratic discriminant analysis."""
+
+    priors: Priors = None
+    reg_param: float = Field(0.0, ge=0.0, le=1.0, description="Shrinkage towards the identity.")
+
+
+class LinearSVMParams(Params):
+    """Linear SVM, ½‖w‖² + C Σ hinge with an unpenalised intercept."""
+
+    C: Cost = 1.0
+    solver: Literal["auto", "subgradient"] = "auto"
+    fit_intercept: bool = True
+    tol: Tol = 1e-4
+    max_iter: MaxIter = 1000
+    learning_rate: float | None = Field(None, gt=0, le=1e6, description="Subgradient step scale.")
+    multiclass: Literal["ovr", "ovo"] = "ovr"
+    probability: bool = Field(False, description="Platt probabilities (internal 5-fold CV).")
+    random_state: Seed = None
+
+
+class KernelSVMParams(Params):
+    """Kernel SVM trained by SMO."""
+
+    C: Cost = 1.0
+    kernel: Literal["linear", "poly", "rbf", "sigmoid"] = "rbf"
+    gamma: Literal["scale", "auto"] | Annotated[float, Field(gt=0, le=1e6)] = "scale"
+    degree: int = Field(3, ge=1, le=10)
+    coef0: float = Field(0.0, ge=-1e6, le=1e6)
+    tol: Tol = 1e-3
+    max_iter: MaxIter | None = None
+    cache_mb: float = Field(200.0, gt=0, le=4096)
+    multiclass: Literal["ovo", "ovr"] = "ovo"
+    probability: bool = False
+    random_state: Seed = None
+
+
+class _BayesBase(Params):
+    alpha: float = Field(1.0, gt=0.0, le=2.0, description="Penalty exponent (1 lasso, 2 ridge).")
+    nu: float = Field(1.0, gt=0.0, le=1e6, description="Prior scale; larger means less shrinkage.")
+    fit_intercept: bool = True
+    random_state: Seed = None
+
+
+class EMParams(_BayesBase):
+    """Bayesian SVM, posterior mode by EM (ν fixed)."""
+
+    tol: Tol = 1e-8
+    max_iter: MaxIter = 10000
+
+
+class ECMEParams(EMParams):
+    """Bayesian SVM, posterior mode by ECME (ν learned under a Gamma(a_ν, b_ν) prior on ν^-α)."""
+
+    a_nu: float = Field(1.0, gt=0.0, le=1e6)
+    b_nu: float = Field(1.0, gt=0.0, le=1e6)
+
+
+class MCMCParams(_BayesBase):
+    """Bayesian SVM, posterior draws by Gibbs sampling."""
+
+    learn_nu: bool = False
+    a_nu: float = Field(1.0, gt=0.0, le=1e6)
+    b_nu: float = Field(1.0, gt=0.0, le=1e6)
+    n_draws: int = Field(2000, ge=10, le=100_000)
+    burn_in: int = Field(500, ge=0, le=100_000)
+    n_chains: int = Field(4, ge=1, le=16)
+    thin: int = Field(1, ge=1, le=100)
+
+
+class SpikeSlabParams(MCMCParams):
+    """Bayesian SVM with spike-and-slab variable selection."""
+
+    prior_inclusion: float = Field(0.5, gt=0.0, lt=1.0)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model type: how to build its estimator and which params it takes."""
+
+    model_type: str
+    estimator_class: type
+    params_model: type[Params]
+    fixed: dict[str, Any] = field(default_factory=dict)
+    bayesian: bool = False
+
+    def make_estimator(self, params: dict[str, Any]) -> Any:
+        """A fresh estimator with ``params`` (plus this type's fixed ones, e.g. ``method``)."""
+        accepted = set(self.estimator_class().get_params())
+        kwargs = {k: v for k, v in {**params, **self.fixed}.items() if k in accepted}
+        if "n_jobs" in accepted:
+            kwargs["n_jobs"] = 1  # a training is one worker process; no nested pools
+        return self.estimator_class(**kwargs)
+
+
+#: (model_type, module, class, params model, fixed params, bayesian)
+CANDIDATES: tuple[tuple[str, str, str, type[Params], dict[str, Any], bool], ...] = (
+    ("linear_svm", "bsvm_core.linear_svm", "LinearSVM", LinearSVMParams, {}, False),
+    ("kernel_svm", "bsvm_core.kernel_svm", "KernelSVM", KernelSVMParams, {}, False),
+    ("em_svm", "bsvm_core.bayesian_svm", "BayesianSVM", EMParams, {"method": "em"}, True),
+    ("ecme_svm", "bsvm_core.bayesian_svm", "BayesianSVM", ECMEParams, {"method": "ecme"}, True),
+    ("mcmc_svm", "bsvm_core.bayesian_svm", "BayesianSVM", MCMCParams, {"method": "mcmc"}, True),
+    (
+        "spike_slab_svm",
+        "bsvm_core.bayesian_svm",
+        "BayesianSVM",
+        SpikeSlabParams,
+        {"method": "spike_slab"},
+        True,
+    ),
+    ("lda", "bsvm_core.lda", "LDA", LDAParams, {}, False),
+    ("qda", "bsvm_core.qda", "QDA", QDAParams, {}, False),
+)
+
+#: Fallback modules tried when the primary module of a class does not exist.
+ALTERNATIVE_MODULES = {
+    "LDA": ("bsvm_core.discriminant", "bsvm_core"),
+    "QDA": ("bsvm_core.discriminant", "bsvm_core"),
+}
+
+
+def _import_class(module: str, name: str) -> type | None:
+    """``module.name`` if importable, else ``None`` (the type is then not registered)."""
+    for candidate in (module, *ALTERNATIVE_MODULES.get(name, ())):
+        try:
+            found = getattr(importlib.import_module(candidate), name, None)
+        except ImportError:
+            continue
+        if isinstance(found, type):
+            return found
+    return None
+
+
+Registry = dict[str, ModelSpec]
+
+
+def build_registry(
+    loader: Callable[[str, str], type | None] = _import_class,
+) -> Registry:
+    """Every model type whose estimator imports, in the order of api.md."""
+    registry: Registry = {}
+    for model_type, module, cls_name, params_model, fixed, bayesian in CANDIDATES:
+        cls = loader(module, cls_name)
+        if cls is None:
+            logger.debug(
+                "model type %s not registered: %s.%s missing", model_type, module, cls_name
+            )
+            continue
+        registry[model_type] = ModelSpec(model_type, cls, params_model, dict(fixed), bayesian)
+    return registry

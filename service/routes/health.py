@@ -1,0 +1,97 @@
+"""Operations routes: liveness and readiness (always open), versions (behind the key)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+
+from service import __version__
+from service.openapi_doc import error_responses
+
+router = APIRouter(prefix="/health", tags=["operations"])
+ops_router = APIRouter(tags=["operations"])
+
+#: Distributions whose versions ``/version`` reports.
+LIBRARIES = ("bsvm", "numpy", "scipy", "scikit-learn", "joblib", "fastapi", "pydantic", "uvicorn")
+
+
+class Live(BaseModel):
+    """The process answers."""
+
+    status: str = Field("ok", description="Always 'ok'.")
+
+
+class Readiness(BaseModel):
+    """Whether the service can take traffic, and why not."""
+
+    status: str = Field(description="'ready' or 'not_ready'.")
+    checks: dict[str, bool] = Field(description="Each check by name: store, registry.")
+    model_types: list[str] = Field(description="Model types registered.")
+
+
+class VersionInfo(BaseModel):
+    """Versions of the service, Python and the libraries a model depends on."""
+
+    service: str
+    python: str
+    libraries: dict[str, str | None]
+
+
+def store_usable(store: Any) -> bool:
+    """The store was opened and says it is usable (its folder a writable directory)."""
+    if store is None:
+        return False
+    check = getattr(store, "is_usable", None)
+    return bool(check()) if callable(check) else True
+
+
+def library_version(name: str) -> str | None:
+    """Installed version of distribution ``name``, or ``None``."""
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+@router.get("/live", response_model=Live)
+def live() -> Live:
+    """Liveness: 200 whenever the process serves requests."""
+    return Live()
+
+
+@router.get(
+    "/ready",
+    response_model=Readiness,
+    responses={503: {"model": Readiness, "description": "Store not usable or registry not read."}},
+)
+def ready(request: Request) -> JSONResponse:
+    """Readiness: 200 when the model store is usable and the registry read, else 503."""
+    state = request.app.state
+    registry = state.registry
+    checks = {
+        "store": store_usable(state.store),
+        "registry": registry is not None,
+    }
+    ok = all(checks.values())
+    body = Readiness(
+        status="ready" if ok else "not_ready",
+        checks=checks,
+        model_types=sorted(registry or ()),
+    )
+    headers = {} if ok else {"Retry-After": "5"}
+    return JSONResponse(body.model_dump(), status_code=200 if ok else 503, headers=headers)
+
+
+@ops_router.get("/version", response_model=VersionInfo, responses=error_responses(401))
+def version() -> VersionInfo:
+    """Versions of the service, Python and its libraries."""
+    return VersionInfo(
+        service=__version__,
+        python=platform.python_version(),
+        libraries={name: library_version(name) for name in LIBRARIES},
+    )

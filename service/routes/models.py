@@ -1,0 +1,127 @@
+"""``/models``: list, read and delete stored models; aliases; the posterior of Bayesian models."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Path, Query, Request, Response
+
+from service import prediction
+from service.deps import StoreDep
+from service.openapi_doc import error_responses
+from service.posterior_plot import render_png
+from service.schemas.models import AliasUpdate, ModelList, ModelRecord, Posterior
+from service.store import ALIAS_PATTERN, MODEL_ID_PATTERN, NAME_PATTERN
+
+router = APIRouter(prefix="/models", tags=["models"])
+
+ModelId = Annotated[str, Path(pattern=MODEL_ID_PATTERN, max_length=34, description="Model id.")]
+Name = Annotated[str, Path(pattern=NAME_PATTERN, max_length=64, description="Model name.")]
+Alias = Annotated[str, Path(pattern=ALIAS_PATTERN, max_length=32, description="Alias.")]
+Level = Annotated[float, Query(gt=0.0, lt=1.0, description="Credible level.")]
+Scale = Annotated[
+    Literal["original", "standardised"], Query(description="Units of X or standardised.")
+]
+PNG_RESPONSE: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "PNG: trace of every chain (left), pooled density with mean and interval.",
+        "content": {"image/png": {"schema": {"type": "string", "format": "binary"}}},
+    }
+}
+
+
+@router.get("", response_model=ModelList, responses=error_responses(422, 503))
+def list_models(
+    store: StoreDep,
+    name: Annotated[str | None, Query(pattern=NAME_PATTERN, max_length=64)] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+    offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
+    page: Annotated[
+        int | None, Query(ge=1, le=10**6, description="1-based; with page_size.")
+    ] = None,
+    page_size: Annotated[int | None, Query(ge=1, le=1000)] = None,
+) -> Any:
+    """Model records, newest first; page by limit/offset or page/page_size; filter by name."""
+    if page is not None or page_size is not None:
+        limit = page_size or limit
+        offset = ((page or 1) - 1) * limit
+    items, total = store.list_records(name=name, limit=limit, offset=offset)
+    return {"items": items, "total": total, "limit": limit, "offset": offset}
+
+
+@router.get("/{model_id}", response_model=ModelRecord, responses=error_responses(404, 422, 503))
+def get_model(model_id: ModelId, store: StoreDep, request: Request) -> Any:
+    """The record of one model."""
+    request.state.model_id = model_id
+    return store.get_record(model_id)
+
+
+@router.delete("/{model_id}", status_code=204, responses=error_responses(404, 422, 503))
+def delete_model(model_id: ModelId, store: StoreDep, request: Request) -> Response:
+    """Delete a model: its files, its cache entry and the aliases pointing at it."""
+    request.state.model_id = model_id
+    store.delete(model_id)
+    return Response(status_code=204)
+
+
+@router.put(
+    "/by-name/{name}/aliases/{alias}",
+    response_model=ModelRecord,
+    responses=error_responses(404, 422, 503),
+)
+def set_alias(name: Name, alias: Alias, body: AliasUpdate, store: StoreDep) -> Any:
+    """Point ``name@alias`` at a version; answer that version's record."""
+    return store.set_alias(name, alias, body.version)
+
+
+@router.get(
+    "/{model_id}/posterior",
+    response_model=Posterior,
+    responses=error_responses(404, 409, 422, 503),
+)
+def get_posterior(
+    model_id: ModelId,
+    store: StoreDep,
+    request: Request,
+    level: Level = 0.95,
+    scale: Scale = "original",
+) -> Any:
+    """Coefficient intervals and diagnostics of a Bayesian model (409 for other models)."""
+    request.state.model_id = model_id
+    return prediction.posterior(store, model_id, level, scale)
+
+
+@router.get(
+    "/{model_id}/posterior/plot",
+    response_class=Response,
+    responses={**PNG_RESPONSE, **error_responses(404, 409, 422, 503)},
+)
+def get_posterior_plot(
+    model_id: ModelId,
+    store: StoreDep,
+    request: Request,
+    coef: Annotated[
+        str,
+        Query(
+            min_length=1,
+            max_length=256,
+            description="Coefficient: a feature name as in GET /models/{id}/posterior, "
+            "'intercept', or a 0-based feature index (a name wins over an index).",
+        ),
+    ],
+    level: Level = 0.95,
+    scale: Scale = "original",
+    class_label: Annotated[
+        str | None,
+        Query(
+            alias="class",
+            max_length=256,
+            description="Class whose one-vs-rest coefficients to plot; required with more "
+            "than two classes.",
+        ),
+    ] = None,
+) -> Response:
+    """Trace and density PNG of one coefficient's MCMC draws (409 for models without draws)."""
+    request.state.model_id = model_id
+    trace = prediction.coefficient_trace(store, model_id, coef, level, scale, class_label)
+    return Response(content=render_png(trace), media_type="image/png")

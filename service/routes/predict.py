@@ -1,0 +1,35 @@
+"""``POST /predict``: labels, decision values, probabilities or intervals from a stored model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+
+from service import prediction
+from service.csv_input import CsvRoute, csv_openapi
+from service.deps import SettingsDep, StoreDep
+from service.openapi_doc import error_responses
+from service.schemas.predict import PredictRequest, PredictResponse
+
+router = APIRouter(tags=["predict"], route_class=CsvRoute)
+
+CSV_BODY = "CSV with a header row of feature names; columns are put in the model's order."
+CSV_QUERY = {
+    "model": "model reference (required)",
+    "outputs": "repeatable: label, decision, probability, interval",
+    "level": "credible level of interval",
+}
+
+
+@router.post(
+    "/predict",
+    response_model=PredictResponse,
+    responses=error_responses(400, 404, 409, 422, 503),
+    openapi_extra=csv_openapi(CSV_BODY, CSV_QUERY, arrays=("outputs",)),
+)
+def predict(body: PredictRequest, request: Request, store: StoreDep, settings: SettingsDep) -> Any:
+    """Score rows (JSON or CSV) with a model given by id, name, name@alias or name:version."""
+    out = prediction.predict(store, settings, body)
+    request.state.model_id = out["model_id"]
+    return out

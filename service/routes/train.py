@@ -1,0 +1,69 @@
+"""``POST /train``: fit one model in a worker process; 201 with its record, or 202 with a job."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Request
+from fastapi.responses import JSONResponse
+
+from service.csv_input import CsvRoute, csv_openapi
+from service.deps import JobsDep, RegistryDep, SettingsDep
+from service.openapi_doc import error_responses
+from service.preparation import prepare_task
+from service.schemas.jobs import Job
+from service.schemas.models import ModelRecord
+from service.schemas.train import TrainRequest
+
+router = APIRouter(tags=["train"], route_class=CsvRoute)
+
+CSV_BODY = (
+    "CSV with a header row: the `target` column holds the labels, every other column is a "
+    "feature named by its header."
+)
+CSV_QUERY = {
+    "model_type": "model type (required)",
+    "target": "label column (required)",
+    "name": "model name",
+    "params": "params as a JSON object",
+    "test_fraction": "hold out this share for evaluation",
+    "background": "true to answer 202 with a job",
+}
+ACCEPTED = {
+    "model": Job,
+    "description": "Training started in the background; poll the job at Location.",
+    "headers": {"Location": {"description": "/jobs/{job_id}", "schema": {"type": "string"}}},
+}
+
+
+def wants_async(body: Any, prefer: str | None) -> bool:
+    """``"background": true`` or ``Prefer: respond-async``."""
+    return bool(body.background) or "respond-async" in (prefer or "").lower()
+
+
+@router.post(
+    "/train",
+    status_code=201,
+    response_model=ModelRecord,
+    responses={202: ACCEPTED, **error_responses(400, 409, 422, 429, 503)},
+    openapi_extra=csv_openapi(CSV_BODY, CSV_QUERY),
+)
+def train(
+    body: TrainRequest,
+    request: Request,
+    settings: SettingsDep,
+    registry: RegistryDep,
+    jobs: JobsDep,
+    prefer: Annotated[str | None, Header(description="`respond-async` = background")] = None,
+) -> Any:
+    """Train one model on posted rows (JSON or CSV); its record, or a job when in background."""
+    job = jobs.submit(prepare_task(body, settings, registry))
+    if wants_async(body, prefer):
+        return JSONResponse(
+            Job(**job.view()).model_dump(),
+            status_code=202,
+            headers={"Location": f"/jobs/{job.job_id}"},
+        )
+    record = jobs.wait(job)
+    request.state.model_id = record["model_id"]
+    return record

@@ -1,0 +1,65 @@
+"""Bodies of ``POST /predict``."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from service.store import NAME_PATTERN
+
+Output = Literal["label", "decision", "probability", "interval"]
+Label = int | str
+Matrix = list[list[float]]
+
+
+class PredictRequest(BaseModel):
+    """Rows to score with one stored model."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    model: str = Field(
+        min_length=1,
+        max_length=140,
+        description="A model id, a name (its latest version), `name@alias` or `name:version`.",
+        examples=["iris-demo", "iris-demo@stable", "iris-demo:2"],
+    )
+    X: Matrix = Field(description="Rows of features, in the order of the model's features.")
+    outputs: list[Output] = Field(
+        default_factory=lambda: ["label"],
+        min_length=1,
+        max_length=4,
+        description="`probability` needs a model with probabilities, `interval` a Bayesian one.",
+    )
+    level: float = Field(0.95, gt=0.0, lt=1.0, description="Credible level of `interval`.")
+    feature_names: list[str] | None = Field(
+        None, description="Column names of X; when given, columns are reordered to the model's."
+    )
+
+
+class Interval(BaseModel):
+    """Equal-tailed credible interval of the decision value x'β per row (per class when K > 2)."""
+
+    level: float
+    lower: list[float] | list[list[float]]
+    upper: list[float] | list[list[float]]
+
+
+class PredictResponse(BaseModel):
+    """What was asked for in ``outputs``; the other fields are null."""
+
+    model_config = ConfigDict(protected_namespaces=())
+
+    model_id: str
+    name: str
+    version: int
+    classes: list[Label] = Field(description="Column order of per-class outputs.")
+    predictions: list[Label] | None = None
+    decision_function: list[float] | list[list[float]] | None = Field(
+        None, description="Binary: one value per row, > 0 means classes[1]. Else one per class."
+    )
+    probabilities: list[list[float]] | None = None
+    intervals: Interval | None = None
+
+
+__all__ = ["NAME_PATTERN", "Interval", "PredictRequest", "PredictResponse"]

@@ -1,0 +1,226 @@
+"""One training, run in its own worker process so that a timeout or a cancel can stop it for real.
+
+The parent validates the data and builds a ``TrainTask``; ``run_in_process`` starts a worker
+(``forkserver`` where available, with the numeric stack preloaded, else ``spawn``), relays its
+progress messages, and kills it on timeout or cancel. The worker reports coarse stages: 0.1 when
+it has started, 0.15 when fitting starts (estimators with a progress hook fill 0.15..0.85), 0.9 when
+evaluated; the parent sets 1.0 once the model is stored.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import queue as queue_mod
+import sys
+import threading
+import time
+import traceback
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from service.evaluation import classification_metrics
+from service.registry import ModelSpec
+
+logger = logging.getLogger("service.training")
+
+#: Without ``set_progress_callback``, parameters that take a ``callable(fraction)`` progress hook.
+PROGRESS_PARAMS = ("progress_callback", "callback", "progress")
+PRELOAD = [
+    "service.training",
+    "bsvm_core",
+    "bsvm_core.lda",
+    "bsvm_core.qda",
+    "bsvm_core.linear_svm",
+    "bsvm_core.kernel_svm",
+    "bsvm_core.bayesian_svm",
+]
+_CONTEXT: Any = None
+_CONTEXT_LOCK = threading.Lock()
+
+
+@dataclass
+class TrainTask:
+    """Everything a worker needs to fit and evaluate one model (picklable)."""
+
+    spec: ModelSpec
+    params: dict[str, Any]
+    X: np.ndarray
+    y: np.ndarray
+    X_test: np.ndarray | None = None
+    y_test: np.ndarray | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def model_type(self) -> str:
+        """The registered model type this task fits."""
+        return self.spec.model_type
+
+
+@dataclass
+class Outcome:
+    """How a worker ended: ``succeeded`` (with ``result``), ``invalid``, ``failed``, ``timeout``, ``cancelled``."""
+
+    status: str
+    result: dict[str, Any] | None = None
+    message: str = ""
+
+
+def worker_context() -> Any:
+    """The multiprocessing context for workers: forkserver (preloaded) on POSIX, else spawn."""
+    global _CONTEXT
+    with _CONTEXT_LOCK:
+        if _CONTEXT is None:
+            if sys.platform != "win32" and "forkserver" in multiprocessing.get_all_start_methods():
+                ctx = multiprocessing.get_context("forkserver")
+                ctx.set_forkserver_preload(PRELOAD)
+            else:
+                ctx = multiprocessing.get_context("spawn")
+            _CONTEXT = ctx
+        return _CONTEXT
+
+
+def warm_up() -> None:
+    """Start the forkserver now (it imports the numeric stack once), not at the first training."""
+    ctx = worker_context()
+    if ctx.get_start_method() == "forkserver":
+        from multiprocessing import forkserver
+
+        try:
+            forkserver.ensure_running()
+        except Exception:  # the first training will report the problem
+            logger.warning("could not start the training forkserver", exc_info=True)
+
+
+def _scalar_or_list(value: Any) -> int | list[int] | None:
+    if value is None:
+        return None
+    arr = np.asarray(value)
+    if arr.ndim == 0:
+        return int(arr)
+    return [int(v) for v in arr.ravel()]
+
+
+def _converged(estimator: Any) -> bool | None:
+    value = getattr(estimator, "converged_", None)
+    if value is None:
+        return None
+    return bool(np.all(value))
+
+
+def _attach_progress(estimator: Any, report: Callable[[float], None]) -> Callable[[Any], None]:
+    """Give the estimator a progress hook if it takes one; return how to take it off again."""
+
+    def hook(fraction: float) -> None:
+        report(0.15 + 0.7 * min(max(float(fraction), 0.0), 1.0))
+
+    setter = getattr(estimator, "set_progress_callback", None)
+    if callable(setter):
+        setter(hook)
+        return lambda est: est.set_progress_callback(None)
+    params = estimator.get_params()
+    for name in PROGRESS_PARAMS:
+        if name in params:
+            estimator.set_params(**{name: hook})
+            return lambda est, name=name: est.set_params(**{name: None})
+    return lambda est: None
+
+
+def fit_and_evaluate(task: TrainTask, report: Callable[[float], None]) -> dict[str, Any]:
+    """Fit the task's estimator and measure it; the worker's whole job (also callable in-process)."""
+    estimator = task.spec.make_estimator(task.params)
+    report(0.15)
+    detach = _attach_progress(estimator, report)
+    start = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        estimator.fit(task.X, task.y)
+    seconds = time.perf_counter() - start
+    detach(estimator)
+    metrics = {"train": classification_metrics(estimator, task.X, task.y), "heldout": None}
+    if task.X_test is not None and task.y_test is not None:
+        metrics["heldout"] = classification_metrics(estimator, task.X_test, task.y_test)
+    report(0.9)
+    messages = sorted({f"{w.category.__name__}: {w.message}"[:300] for w in caught})
+    return {
+        "estimator": estimator,
+        "params": {k: v for k, v in estimator.get_params().items() if not callable(v)},
+        "training": {
+            "n_samples": int(task.X.shape[0]),
+            "seconds": round(seconds, 6),
+            "n_iter": _scalar_or_list(getattr(estimator, "n_iter_", None)),
+            "converged": _converged(estimator),
+            "warnings": messages,
+        },
+        "metrics": metrics,
+    }
+
+
+def worker_main(task: TrainTask, messages: Any) -> None:
+    """Entry point of the worker process: put progress, then one final message, on ``messages``."""
+    messages.put(("progress", 0.1))
+    try:
+        result = fit_and_evaluate(task, lambda f: messages.put(("progress", f)))
+    except ValueError as exc:
+        messages.put(("invalid", str(exc)[:500]))
+    except Exception as exc:
+        traceback.print_exc()
+        messages.put(("failed", f"{type(exc).__name__}: {str(exc)[:500]}"))
+    else:
+        messages.put(("done", result))
+
+
+def _stop(process: Any) -> None:
+    if process.is_alive():
+        process.kill()
+    process.join(timeout=10)
+
+
+def run_in_process(
+    task: TrainTask,
+    *,
+    timeout_s: float,
+    cancelled: threading.Event,
+    on_progress: Callable[[float], None] = lambda f: None,
+    poll_s: float = 0.05,
+) -> Outcome:
+    """Run ``worker_main`` in a fresh process; kill it on timeout or when ``cancelled`` is set."""
+    ctx = worker_context()
+    messages = ctx.Queue()
+    process = ctx.Process(target=worker_main, args=(task, messages), daemon=True)
+    deadline = time.monotonic() + timeout_s
+    process.start()
+    try:
+        while True:
+            if cancelled.is_set():
+                return Outcome("cancelled", message="cancelled by request")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return Outcome(
+                    "timeout", message=f"training exceeded the time limit of {timeout_s:g} s"
+                )
+            try:
+                kind, payload = messages.get(timeout=min(poll_s, remaining))
+            except queue_mod.Empty:
+                if process.is_alive():
+                    continue
+                try:
+                    kind, payload = messages.get(timeout=1.0)
+                except queue_mod.Empty:
+                    return Outcome(
+                        "failed", message=f"worker exited unexpectedly (code {process.exitcode})"
+                    )
+            if kind == "progress":
+                on_progress(float(payload))
+            elif kind == "done":
+                return Outcome("succeeded", result=payload)
+            else:
+                return Outcome(kind, message=str(payload))
+    finally:
+        _stop(process)
+        messages.close()
+        messages.cancel_join_thread()

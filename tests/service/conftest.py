@@ -1,0 +1,68 @@
+"""Fixtures of the service tests: an app on a temporary model dir, data, and request helpers."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+from sklearn.datasets import load_iris
+
+from service.main import create_app
+from service.settings import Settings
+
+
+@pytest.fixture(scope="session")
+def iris() -> tuple[np.ndarray, np.ndarray]:
+    """Iris with string labels."""
+    data = load_iris()
+    return data.data, np.asarray(data.target_names)[data.target]
+
+
+@pytest.fixture()
+def settings(tmp_path: Path) -> Settings:
+    """Settings on a fresh model dir."""
+    return Settings(model_dir=tmp_path / "models", log_level="warning")
+
+
+@pytest.fixture()
+def make_client(tmp_path: Path) -> Iterator[Callable[..., TestClient]]:
+    """Factory of started TestClients: ``make_client(**settings_overrides)``; all closed at teardown."""
+    opened: list[TestClient] = []
+
+    def make(**overrides: Any) -> TestClient:
+        values = {"model_dir": tmp_path / "models", "log_level": "warning", **overrides}
+        client = TestClient(create_app(Settings(**values)))
+        client.__enter__()
+        opened.append(client)
+        return client
+
+    yield make
+    for client in reversed(opened):
+        client.__exit__(None, None, None)
+
+
+@pytest.fixture()
+def client(make_client: Callable[..., TestClient]) -> TestClient:
+    """A client over an app with default limits on a temporary model dir."""
+    return make_client()
+
+
+def train_body(X: np.ndarray, y: np.ndarray, model_type: str = "lda", **extra: Any) -> dict:
+    """A ``POST /train`` JSON body."""
+    return {"model_type": model_type, "X": X.tolist(), "y": list(map(str, y)), **extra}
+
+
+def wait_for_job(client: TestClient, job_id: str, timeout_s: float = 120.0) -> dict:
+    """Poll ``GET /jobs/{id}`` until the job is finished; return its last view."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        job = client.get(f"/jobs/{job_id}").json()
+        if job["status"] not in ("queued", "running"):
+            return job
+        time.sleep(0.05)
+    raise AssertionError(f"job {job_id} did not finish in {timeout_s} s")

@@ -1,0 +1,71 @@
+"""A slow test-double estimator, in a module light enough for a training worker to import fast.
+
+It sleeps in small steps, reports progress, writes its pid, and can fail on request. Tests hand it
+to the ``JobManager`` through ``SLOW_SPEC``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import Field
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+from service.registry import ModelSpec, Params
+from service.training import TrainTask
+
+
+class SlowParams(Params):
+    seconds: float = Field(0.0, ge=0)
+    pid_file: str | None = None
+    fail: bool = False
+
+
+class SlowEstimator(ClassifierMixin, BaseEstimator):
+    """Predicts the majority class after sleeping ``seconds``; a test double for long fits."""
+
+    def __init__(
+        self,
+        seconds: float = 0.0,
+        pid_file: str | None = None,
+        fail: bool = False,
+        progress_callback: Callable[[float], None] | None = None,
+    ) -> None:
+        self.seconds = seconds
+        self.pid_file = pid_file
+        self.fail = fail
+        self.progress_callback = progress_callback
+
+    def fit(self, X: Any, y: Any) -> SlowEstimator:
+        if self.pid_file:
+            Path(self.pid_file).write_text(str(os.getpid()))
+        if self.fail:
+            raise ValueError("SlowEstimator was asked to fail")
+        steps = max(int(self.seconds / 0.05), 1)
+        for step in range(steps):
+            time.sleep(self.seconds / steps)
+            if self.progress_callback is not None:
+                self.progress_callback((step + 1) / steps)
+        self.classes_, counts = np.unique(y, return_counts=True)
+        self.majority_ = self.classes_[np.argmax(counts)]
+        self.n_features_in_ = np.asarray(X).shape[1]
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        return np.full(np.asarray(X).shape[0], self.majority_)
+
+
+SLOW_SPEC = ModelSpec("slow", SlowEstimator, SlowParams)
+
+
+def slow_task(name: str = "slow", **params: Any) -> TrainTask:
+    """A ``TrainTask`` for ``SlowEstimator`` on a tiny data set."""
+    X = np.arange(12, dtype=float).reshape(6, 2)
+    y = np.array([0, 0, 0, 1, 1, 1])
+    meta = {"name": name, "feature_names": None, "random_state": None, "evaluation": None}
+    return TrainTask(spec=SLOW_SPEC, params=SlowParams(**params).model_dump(), X=X, y=y, meta=meta)

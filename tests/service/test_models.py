@@ -1,0 +1,132 @@
+"""/models: paging, filter, record, delete, aliases, posterior, restart."""
+
+from __future__ import annotations
+
+import pytest
+from sklearn.datasets import load_breast_cancer
+
+from tests.service.conftest import train_body
+
+
+@pytest.fixture()
+def three(client, iris) -> list[dict]:
+    X, y = iris
+    return [
+        client.post("/train", json=train_body(X, y, t, name=n)).json()
+        for t, n in (("lda", "a"), ("qda", "a"), ("lda", "b"))
+    ]
+
+
+def test_list_is_newest_first_paged_and_filtered(client, three):
+    page = client.get("/models").json()
+    assert page["total"] == 3 and [m["model_id"] for m in page["items"]] == [
+        m["model_id"] for m in reversed(three)
+    ]
+    first = client.get("/models", params={"limit": 2, "offset": 0}).json()
+    second = client.get("/models", params={"limit": 2, "offset": 2}).json()
+    assert len(first["items"]) == 2 and len(second["items"]) == 1 and second["total"] == 3
+    paged = client.get("/models", params={"page": 2, "page_size": 2}).json()
+    assert paged["items"] == second["items"] and (paged["limit"], paged["offset"]) == (2, 2)
+    named = client.get("/models", params={"name": "a"}).json()
+    assert named["total"] == 2 and {m["version"] for m in named["items"]} == {1, 2}
+
+
+@pytest.mark.parametrize(
+    "params", [{"limit": 0}, {"offset": -1}, {"page": 0}, {"name": "../x"}, {"page_size": 5000}]
+)
+def test_bad_list_queries_are_422(client, params):
+    assert client.get("/models", params=params).status_code == 422
+
+
+def test_get_and_delete(client, three):
+    model_id = three[0]["model_id"]
+    assert client.get(f"/models/{model_id}").json()["name"] == "a"
+    assert client.delete(f"/models/{model_id}").status_code == 204
+    assert client.get(f"/models/{model_id}").status_code == 404
+    assert client.delete(f"/models/{model_id}").status_code == 404
+    assert client.get("/models").json()["total"] == 2
+
+
+@pytest.mark.parametrize("bad", ["..%2F..%2Fetc", "m_" + "0" * 40, "x" * 300, "M_ABC"])
+def test_malformed_ids_are_422(client, bad):
+    assert client.get(f"/models/{bad}").status_code in (404, 422)
+    assert client.get(f"/models/{bad}").json()["code"] in ("INVALID_INPUT", "NOT_FOUND")
+
+
+def test_unknown_well_formed_id_is_404(client):
+    r = client.get("/models/m_" + "0" * 32)
+    assert r.status_code == 404 and r.json()["code"] == "NOT_FOUND"
+
+
+def test_alias_points_at_a_version(client, three):
+    r = client.put("/models/by-name/a/aliases/stable", json={"version": 1})
+    assert r.status_code == 200 and r.json()["aliases"] == ["stable"]
+    assert r.json()["model_id"] == three[0]["model_id"]
+    r = client.put("/models/by-name/a/aliases/stable", json={"version": 2})
+    assert r.json()["model_id"] == three[1]["model_id"]
+    assert client.get(f"/models/{three[0]['model_id']}").json()["aliases"] == []
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status"),
+    [
+        ("/models/by-name/a/aliases/stable", {"version": 9}, 404),
+        ("/models/by-name/zzz/aliases/stable", {"version": 1}, 404),
+        ("/models/by-name/a/aliases/1bad", {"version": 1}, 422),
+        ("/models/by-name/a/aliases/stable", {"version": 0}, 422),
+        ("/models/by-name/a/aliases/stable", {"version": 1, "extra": 1}, 422),
+    ],
+)
+def test_bad_alias_updates(client, three, path, body, status):
+    assert client.put(path, json=body).status_code == status
+
+
+def test_posterior_of_a_non_bayesian_model_is_409(client, three):
+    r = client.get(f"/models/{three[0]['model_id']}/posterior", params={"level": 0.9})
+    assert r.status_code == 409
+    assert "no posterior" in r.json()["error"] and "Bayesian" in r.json()["error"]
+    assert client.get(f"/models/{three[0]['model_id']}/posterior?level=1.5").status_code == 422
+
+
+def test_a_restart_finds_every_model(make_client, iris):
+    X, y = iris
+    first = make_client()
+    rec = first.post("/train", json=train_body(X, y, name="keep")).json()
+    first.put("/models/by-name/keep/aliases/prod", json={"version": 1})
+    before = first.post(
+        "/predict", json={"model": "keep@prod", "X": X.tolist(), "outputs": ["probability"]}
+    ).json()
+    second = make_client()
+    assert second.get(f"/models/{rec['model_id']}").json()["aliases"] == ["prod"]
+    after = second.post(
+        "/predict", json={"model": "keep@prod", "X": X.tolist(), "outputs": ["probability"]}
+    ).json()
+    assert after == before
+
+
+def bayes_body(model_type: str, **params) -> dict:
+    X, y = load_breast_cancer(return_X_y=True)
+    names = ["radius", "texture", "perimeter"]
+    return {"model_type": model_type, "X": X[:, :3].tolist(), "y": y.tolist(),
+            "feature_names": names, "params": params}  # fmt: skip
+
+
+def test_posterior_of_an_mcmc_model(client):
+    body = bayes_body("mcmc_svm", n_draws=200, burn_in=50, n_chains=2, random_state=0)
+    rec = client.post("/train", json=body)
+    if rec.status_code == 422:
+        pytest.skip("mcmc_svm is not registered")
+    model_id = rec.json()["model_id"]
+    r = client.get(f"/models/{model_id}/posterior", params={"level": 0.8})
+    assert r.status_code == 200, r.text
+    post = r.json()
+    assert post["level"] == 0.8 and post["scale"] == "original"
+    rows = {c["name"]: c for c in post["coefficients"]}
+    assert set(rows) == {"intercept", "radius", "texture", "perimeter"}
+    for row in rows.values():
+        assert row["lower"] < row["mean"] < row["upper"] and row["sd"] > 0 and row["ess"] > 0
+    wide = client.get(f"/models/{model_id}/posterior", params={"level": 0.99}).json()
+    wide_rows = {c["name"]: c for c in wide["coefficients"]}
+    assert all(wide_rows[k]["lower"] <= rows[k]["lower"] for k in rows)
+    std = client.get(f"/models/{model_id}/posterior", params={"scale": "standardised"}).json()
+    assert std["scale"] == "standardised" and std["coefficients"] != post["coefficients"]
