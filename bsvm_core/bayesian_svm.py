@@ -179,6 +179,14 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
             (_num(self.tol) and self.tol > 0, "tol must be > 0."),
             (_int(self.max_iter) and self.max_iter >= 1, "max_iter must be an integer >= 1."),
             (self.multiclass == "ovr", f"multiclass must be 'ovr', got {self.multiclass!r}."),
+            (
+                self.method != "spike_slab" or self.alpha in (1.0, 2.0),
+                "spike_slab supports alpha 1 (Laplace slab) or 2 (Gaussian slab) only.",
+            ),
+            (
+                self.method != "spike_slab" or not self.learn_nu,
+                "spike_slab keeps nu fixed (bayes-svm.md §7); learn_nu must be False.",
+            ),
         ]
         for ok, message in checks:
             if not ok:

@@ -121,9 +121,14 @@ class MCMCParams(_BayesBase):
     thin: int = Field(1, ge=1, le=100)
 
 
-class SpikeSlabParams(MCMCParams):
-    """Bayesian SVM with spike-and-slab variable selection."""
+class SpikeSlabParams(_BayesBase):
+    """Bayesian SVM with spike-and-slab variable selection (ν fixed; α = 1 Laplace or 2 Gaussian slab)."""
 
+    alpha: Literal[1, 2] = Field(1, description="Slab: 1 Laplace exp(-|β/ν|), 2 Gaussian N(0, ν²).")
+    n_draws: int = Field(2000, ge=10, le=100_000)
+    burn_in: int = Field(500, ge=0, le=100_000)
+    n_chains: int = Field(4, ge=1, le=16)
+    thin: int = Field(1, ge=1, le=100)
     prior_inclusion: float = Field(0.5, gt=0.0, lt=1.0)
 
 

@@ -80,8 +80,8 @@ def wait_for(predicate, timeout: float = 90.0) -> None:
         time.sleep(0.2)
 
 
-@pytest.mark.skipif(shutil.which("curl") is None, reason="curl not installed")
 def test_readme_curl_examples_run_against_a_live_server(tmp_path):
+    assert shutil.which("curl"), "the README examples need curl on PATH"
     script = readme_examples()
     for needed in (
         "/train",
@@ -91,6 +91,8 @@ def test_readme_curl_examples_run_against_a_live_server(tmp_path):
         "/jobs/",
         "/aliases/",
         "posterior",
+        "posterior/plot",
+        '"interval"',
     ):
         assert needed in script
     with live_server(tmp_path / "models", tmp_path) as url:
@@ -104,6 +106,7 @@ def test_readme_curl_examples_run_against_a_live_server(tmp_path):
             capture_output=True,
             text=True,
             timeout=240,
+            cwd=tmp_path,
         )
         assert result.returncode == 0, result.stdout + result.stderr
         codes = re.findall(r'"code":"([A-Z_]+)"', result.stdout)
@@ -111,6 +114,9 @@ def test_readme_curl_examples_run_against_a_live_server(tmp_path):
         assert codes == ["CONFLICT"], result.stdout
         assert '"predictions":["setosa","virginica"]' in result.stdout
         assert '"probabilities":[[' in result.stdout
+        assert '"rhat":' in result.stdout and '"intervals":{' in result.stdout
+        png = tmp_path / "coef.png"
+        assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
 
         def two_versions() -> bool:
             return httpx.get(f"{url}/models", params={"name": "iris-demo"}).json()["total"] == 2

@@ -114,8 +114,7 @@ def bayes_body(model_type: str, **params) -> dict:
 def test_posterior_of_an_mcmc_model(client):
     body = bayes_body("mcmc_svm", n_draws=200, burn_in=50, n_chains=2, random_state=0)
     rec = client.post("/train", json=body)
-    if rec.status_code == 422:
-        pytest.skip("mcmc_svm is not registered")
+    assert rec.status_code == 201, rec.json()
     model_id = rec.json()["model_id"]
     r = client.get(f"/models/{model_id}/posterior", params={"level": 0.8})
     assert r.status_code == 200, r.text
@@ -130,3 +129,28 @@ def test_posterior_of_an_mcmc_model(client):
     assert all(wide_rows[k]["lower"] <= rows[k]["lower"] for k in rows)
     std = client.get(f"/models/{model_id}/posterior", params={"scale": "standardised"}).json()
     assert std["scale"] == "standardised" and std["coefficients"] != post["coefficients"]
+
+
+def test_posterior_of_a_spike_slab_model_has_inclusion_probabilities(client):
+    body = bayes_body(
+        "spike_slab_svm", alpha=2, n_draws=150, burn_in=50, n_chains=2, random_state=0
+    )
+    rec = client.post("/train", json=body)
+    assert rec.status_code == 201, rec.json()
+    post = client.get(f"/models/{rec.json()['model_id']}/posterior").json()
+    rows = {c["name"]: c for c in post["coefficients"]}
+    assert rows["intercept"]["inclusion_prob"] == 1.0
+    model = client.app.state.store.load(rec.json()["model_id"])
+    for j, name in enumerate(["radius", "texture", "perimeter"]):
+        assert 0.0 <= rows[name]["inclusion_prob"] <= 1.0
+        assert rows[name]["inclusion_prob"] == pytest.approx(model.inclusion_prob_.ravel()[j])
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [({"alpha": 1.5}, "alpha"), ({"learn_nu": True}, "learn_nu"), ({"n_chains": 99}, "n_chains")],
+)
+def test_bad_bayesian_params_are_422_naming_the_field(client, params, field):
+    r = client.post("/train", json=bayes_body("spike_slab_svm", **params))
+    assert r.status_code == 422
+    assert any(field in d["field"] for d in r.json()["details"]), r.json()

@@ -31,7 +31,6 @@ def schemathesis_cli() -> Path:
     return Path(sys.executable).parent / "schemathesis"
 
 
-@pytest.mark.skipif(not schemathesis_cli().exists(), reason="schemathesis not installed")
 def test_schemathesis_finds_no_server_error_and_no_schema_violation(tmp_path):
     headers = {"X-API-Key": API_KEY}
     settings = {"api_keys": API_KEY, "train_timeout_s": "20", "max_rows": "2000"}

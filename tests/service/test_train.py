@@ -233,16 +233,14 @@ def test_openapi_shows_each_registered_type_with_bounds(client):
 def test_iteration_caps_follow_the_settings(make_client, iris):
     X, y = iris
     client = make_client(max_iter=50)
-    if "linear_svm" not in client.app.state.registry:
-        pytest.skip("linear_svm is not registered")
+    assert "linear_svm" in client.app.state.registry
     r = client.post("/train", json=train_body(X, y, "linear_svm", params={"max_iter": 51}))
     assert r.status_code == 422 and r.json()["details"][0]["field"] == "params.max_iter"
 
 
 def test_hard_margin_on_overlapping_classes_is_422_not_500(client, iris):
     X, y = iris
-    if "kernel_svm" not in client.app.state.registry:
-        pytest.skip("kernel_svm is not registered")
+    assert "kernel_svm" in client.app.state.registry
     body = train_body(
         X, y, "kernel_svm", params={"C": "inf", "kernel": "linear", "max_iter": 20000}
     )
