@@ -8,9 +8,25 @@ left unpenalised through ``penalised``). The augmented model with parameters (α
 i.e. at argmin d_α(·, 2^{1/α} ν) (bayes-svm.md §1.1). The *reported* objective is that d_α:
 Σ hinge + ν^{-α} S / 2 with S = Σ_j |β_j|^α.
 
-For α = 1 and α = 2 a converged EM run is finished by an active-set step (bayes-svm.md §4, option 2):
-the margin points found by EM become equality constraints, the reduced problem is solved exactly, and
-the result is kept only if it passes the KKT conditions, which certify the global optimum (convex case).
+One EM step (bayes-svm.md §4) is one weighted ridge solve: residuals r → weights
+w_i = 1/max(|r_i|, ε) → B = diag(√w) X̃ written into a buffer allocated once → the Gram B'B by one
+BLAS syrk (numpy's choice for B.T @ B) → Cholesky. The residuals of the new β serve the objective,
+the safeguard and the next weights, so nothing of size n×k is allocated per step.
+
+EM converges linearly, slowly near the kinks (§4). Two devices keep its fixed point but need far
+fewer steps:
+
+* **Anderson acceleration** (type II, Walker & Ni 2011) of the map β ↦ M_ε(β) at fixed ε, with a
+  monotonicity safeguard: the extrapolated β is kept only if it does not increase the ε-Huberised
+  objective Φ_ε that the EM step itself decreases; otherwise the plain EM step is taken and the
+  history restarts. So Φ_ε decreases monotonically, as for plain EM.
+* **Certified finish** for α = 1 and α = 2 (`bayes_em_finish`, bayes-svm.md §4 option 2): once the
+  relative change of the objective is small and few points still change side of the margin, the
+  exact mode is read off the EM iterate and kept only if it passes the KKT conditions on every
+  point, which certify the global optimum, and does not raise the objective.
+
+The stopping rule (relative change of d_α at the final floor), the ε continuation and the start
+away from zero are those of bayes-svm.md §0 and §4.
 """
 
 from __future__ import annotations
@@ -23,12 +39,14 @@ import numpy as np
 import scipy.linalg
 from threadpoolctl import threadpool_limits
 
+from .bayes_em_finish import certified_mode, working_set_size
+
 ProgressFn = Callable[[float], None]
 
 RESIDUAL_FLOOR = 1e-9
 """Final ε of the weight floor 1/max(|r_i|, ε): exact MM for a Huberised hinge ≤ nε/4 suboptimal."""
 
-FLOOR_START = 1e-3
+FLOOR_START = 1e-1
 """First ε of the continuation: ε shrinks tenfold each time EM settles (change ≤ 100 tol) at it.
 
 With a fixed tiny ε, points that reach the margin early get weights ~1/ε and stay captured, and EM
@@ -41,17 +59,20 @@ on a shared 2-core machine OpenBLAS threads spinning for a core cost 10-35x (mea
 COEF_FLOOR = 1e-10
 """Floor of |β_j| in the prior weight α ν^{-α} |β_j|^{α-2}, so that β_j = 0 is never absorbing."""
 
-POLISH_EVERY = 10
-"""Try the active-set finish every this many EM iterations (each try costs O(nk), an EM step O(nk²))."""
+ANDERSON_MEMORY = 5
+"""Number of past differences in the Anderson extrapolation (type II)."""
 
-POLISH_THRESHOLDS = (1e-3, 1e-5, 1e-7)
-"""Residual (and, for α = 1, coefficient) thresholds tried when reading the active sets off EM."""
+ANDERSON_RCOND = 1e-10
+"""Relative cut-off of the least-squares solve for the Anderson coefficients."""
 
-KKT_TOL = 1e-9
-"""Slack allowed in the KKT certificate (multiplier bounds, residual signs)."""
+FINISH_START = 1e-2
+"""The certified finish is tried once the relative change of the objective is at most this ..."""
 
-ACTIVE_SET_ROUNDS = 25
-"""Cap on the primal-dual active-set rounds of the α = 2 finish."""
+FINISH_FLIPS = 0.1
+"""... and at most this fraction of the finish's working set changed side (sign of r_i) in a step."""
+
+FINISH_EVERY = 8
+"""After a failed finish EM waits 1, 2, 4, ... up to this many iterations before the next try."""
 
 
 @dataclass(frozen=True)
@@ -71,7 +92,7 @@ class EMResult:
     nu : float
         ν used (EM) or learned (ECME).
     polished : bool
-        True if the active-set finish certified the result.
+        True if the certified finish (``bayes_em_finish``) produced the result.
     """
 
     beta: np.ndarray
@@ -86,8 +107,26 @@ def hinge_objective(
     Xt: np.ndarray, beta: np.ndarray, alpha: float, nu: float, penalised: np.ndarray
 ) -> float:
     """d_α(β, 2^{1/α} ν) = Σ max(1 − x̃'β, 0) + ν^{-α} Σ|β_j|^α / 2; bayes-svm.md §1.1."""
-    hinge = np.maximum(1.0 - Xt @ beta, 0.0).sum()
+    return residual_objective(1.0 - Xt @ beta, beta, alpha, nu, penalised)
+
+
+def residual_objective(
+    r: np.ndarray, beta: np.ndarray, alpha: float, nu: float, penalised: np.ndarray
+) -> float:
+    """d_α(β, 2^{1/α} ν) = Σ max(r_i, 0) + ν^{-α} Σ|β_j|^α / 2 from the residuals r = 1 − X̃β."""
+    hinge = np.maximum(r, 0.0).sum()
     return float(hinge + 0.5 * nu ** (-alpha) * np.sum(np.abs(beta[penalised]) ** alpha))
+
+
+def huberised_objective(
+    r: np.ndarray, beta: np.ndarray, alpha: float, nu: float, penalised: np.ndarray, eps: float
+) -> float:
+    """Φ_ε = Σ (r_i + H_ε(r_i))/2 + ν^{-α} S / 2, H_ε = Huber of |r|: what EM at floor ε decreases (§4)."""
+    a = np.abs(r)
+    huber = np.where(a < eps, 0.5 * (a * a / eps + eps), a)
+    return float(
+        0.5 * np.sum(r + huber) + 0.5 * nu ** (-alpha) * np.sum(np.abs(beta[penalised]) ** alpha)
+    )
 
 
 def prior_precision(beta: np.ndarray, alpha: float, nu: float, penalised: np.ndarray) -> np.ndarray:
@@ -104,18 +143,50 @@ def prior_precision(beta: np.ndarray, alpha: float, nu: float, penalised: np.nda
     return p
 
 
+def em_update(
+    Xt: np.ndarray,
+    r: np.ndarray,
+    p: np.ndarray,
+    eps: float = RESIDUAL_FLOOR,
+    buf: np.ndarray | None = None,
+) -> np.ndarray:
+    """β ← (P + X̃'Λ^{-1}X̃)^{-1} X̃'(1 + λ^{-1}), λ_i^{-1} = 1/max(|r_i|, ε), r = 1 − X̃β; P & S §3.
+
+    X̃'Λ^{-1}X̃ = B'B with B = diag(√λ^{-1}) X̃ (written into ``buf`` when given): one syrk.
+    """
+    w = 1.0 / np.maximum(np.abs(r), eps)
+    B = np.multiply(Xt, np.sqrt(w)[:, None], out=buf)
+    G = B.T @ B
+    G[np.diag_indices_from(G)] += p
+    rhs = Xt.T @ (1.0 + w)
+    try:
+        chol = scipy.linalg.cho_factor(G, check_finite=False)
+        return scipy.linalg.cho_solve(chol, rhs, check_finite=False)
+    except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
+        return np.linalg.lstsq(G, rhs, rcond=None)[0]
+
+
 def m_step(
     Xt: np.ndarray, beta: np.ndarray, p: np.ndarray, eps: float = RESIDUAL_FLOOR
 ) -> np.ndarray:
     """β ← (P + X̃'Λ^{-1}X̃)^{-1} X̃'(1 + λ^{-1}) with λ_i^{-1} = 1/max(|r_i|, ε); P & S (2011) §3."""
-    w = 1.0 / np.maximum(np.abs(1.0 - Xt @ beta), eps)
-    G = Xt.T @ (Xt * w[:, None])
-    G[np.diag_indices_from(G)] += p
-    rhs = Xt.T @ (1.0 + w)
-    try:
-        return scipy.linalg.solve(G, rhs, assume_a="pos", check_finite=False)
-    except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
-        return np.linalg.lstsq(G, rhs, rcond=None)[0]
+    return em_update(Xt, 1.0 - Xt @ beta, p, eps)
+
+
+def anderson_step(history: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray | None:
+    """Type-II Anderson x⁺ = g_k − ΔG γ, γ = argmin ‖f_k − ΔF γ‖, f_i = g_i − x_i; Walker & Ni (2011).
+
+    ``history`` holds pairs (x_i, g_i = M(x_i)) of the fixed-point map, oldest first.
+    """
+    if len(history) < 2:
+        return None
+    X = np.array([x for x, _ in history])
+    G = np.array([g for _, g in history])
+    F = G - X
+    dF, dG = np.diff(F, axis=0), np.diff(G, axis=0)
+    gamma = np.linalg.lstsq(dF.T, F[-1], rcond=ANDERSON_RCOND)[0]
+    cand = G[-1] - dG.T @ gamma
+    return cand if np.all(np.isfinite(cand)) else None
 
 
 def starting_point(Xt: np.ndarray, penalised: np.ndarray) -> np.ndarray:
@@ -130,118 +201,6 @@ def starting_point(Xt: np.ndarray, penalised: np.ndarray) -> np.ndarray:
 def relative_change(old: float, new: float) -> float:
     """|old − new| / max(|new|, 1e-300): the stopping statistic of EM and ECME."""
     return abs(old - new) / max(abs(new), 1e-300)
-
-
-def _face_ridge(
-    Xt: np.ndarray, on: np.ndarray, over: np.ndarray, tau: float, penalised: np.ndarray
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """Solve min 2Σ_over r_i + τ‖β_pen‖² s.t. x̃_i'β = 1 on ``on``: a (k+m)² KKT system."""
-    A = Xt[on]
-    m, k = A.shape
-    K = np.zeros((k + m, k + m))
-    K[np.arange(k), np.arange(k)] = 2.0 * tau * penalised
-    K[:k, k:] = -A.T
-    K[k:, :k] = A
-    rhs = np.concatenate([2.0 * Xt[over].sum(axis=0), np.ones(m)])
-    try:
-        sol = np.linalg.solve(K, rhs)
-    except np.linalg.LinAlgError:
-        return None
-    mu = np.zeros(Xt.shape[0])
-    mu[on] = sol[k:]
-    return sol[:k], mu
-
-
-def _active_set_ridge(
-    Xt: np.ndarray, r: np.ndarray, tau: float, penalised: np.ndarray, delta: float
-) -> np.ndarray | None:
-    """α = 2 primal-dual active set from EM's sets; returns β only once μ ∈ [0, 2] and signs agree."""
-    k = Xt.shape[1]
-    near = np.flatnonzero(np.abs(r) <= delta)
-    if near.size == 0:
-        return None
-    on = np.zeros(r.shape[0], dtype=bool)
-    on[near[np.argsort(np.abs(r[near]))[:k]]] = True
-    over = ~on & (r > 0)
-    for _ in range(ACTIVE_SET_ROUNDS):
-        face = _face_ridge(Xt, on, over, tau, penalised)
-        if face is None:
-            return None
-        beta, mu = face
-        r_new = 1.0 - Xt @ beta
-        under = ~on & ~over
-        leave_low = on & (mu < -KKT_TOL)
-        leave_high = on & (mu > 2.0 + KKT_TOL)
-        enter = (over & (r_new < -KKT_TOL)) | (under & (r_new > KKT_TOL))
-        if not (leave_low.any() or leave_high.any() or enter.any()):
-            return beta
-        on = (on & ~leave_low & ~leave_high) | enter
-        over = (over & ~enter) | leave_high
-        if on.sum() > k:  # more margin points than coefficients: EM is not close yet
-            return None
-    return None
-
-
-def _kkt_lasso(
-    Xt: np.ndarray,
-    r: np.ndarray,
-    beta: np.ndarray,
-    tau: float,
-    penalised: np.ndarray,
-    delta: float,
-) -> np.ndarray | None:
-    """α = 1 vertex solve: x̃_i'β = 1 on E, β_j = 0 on Z; dual μ ∈ [0, 2], |g_Z| ≤ 1 certify it."""
-    on, over = np.abs(r) <= delta, r > delta
-    free = ~penalised | (np.abs(beta) > delta)
-    if on.sum() != free.sum() or not free.any():
-        return None
-    A = Xt[on]
-    sign = np.where(penalised, np.sign(beta), 0.0)
-    pull = 2.0 * Xt[over].sum(axis=0)
-    try:
-        beta_f = np.linalg.solve(A[:, free], np.ones(A.shape[0]))
-        mu = np.linalg.solve(A[:, free].T, tau * sign[free] - pull[free])
-    except np.linalg.LinAlgError:
-        return None
-    new = np.zeros_like(beta)
-    new[free] = beta_f
-    g_zero = (pull[~free] + A[:, ~free].T @ mu) / tau
-    ok = (
-        np.all(mu >= -KKT_TOL)
-        and np.all(mu <= 2.0 + KKT_TOL)
-        and np.all(np.abs(g_zero) <= 1.0 + KKT_TOL)
-        and np.all(np.sign(new[free & penalised]) == sign[free & penalised])
-    )
-    return new if ok else None
-
-
-def polish(
-    Xt: np.ndarray, beta: np.ndarray, alpha: float, nu: float, penalised: np.ndarray
-) -> np.ndarray | None:
-    """Active-set finish (bayes-svm.md §4, option 2) for α ∈ {1, 2}; None unless KKT-certified.
-
-    The sets are read off the EM iterate at a ladder of thresholds. α = 2: primal-dual active-set
-    rounds until the multipliers lie in [0, 2] and every residual keeps the sign of its set. α = 1:
-    the vertex with as many margin points as free coefficients, with its dual checked. Either is a
-    KKT point, hence the global optimum of the convex objective.
-    """
-    tau = nu ** (-alpha)
-    r = 1.0 - Xt @ beta
-    for delta in POLISH_THRESHOLDS:
-        if alpha == 2.0:
-            cand = _active_set_ridge(Xt, r, tau, penalised, delta)
-            if cand is not None:
-                return cand
-            continue
-        cand = _kkt_lasso(Xt, r, beta, tau, penalised, delta)
-        if cand is None:
-            continue
-        r_new = 1.0 - Xt @ cand
-        on, over = np.abs(r) <= delta, r > delta
-        under = ~on & ~over
-        if np.all(r_new[over] >= -KKT_TOL) and np.all(r_new[under] <= KKT_TOL):
-            return cand
-    return None
 
 
 def fit_em(
@@ -275,7 +234,7 @@ def fit_em(
     beta0 : ndarray of shape (k,), optional
         Starting point (default: ridge least squares, never zero).
     finish : bool
-        Try the certified active-set finish for α ∈ {1, 2}.
+        Try the certified finish (``bayes_em_finish``) for α ∈ {1, 2}.
     progress : callable, optional
         Called with the fraction of ``max_iter`` done every few iterations; an exception stops the run.
 
@@ -310,26 +269,50 @@ def _em_loop(
     finish: bool,
     progress: ProgressFn | None,
 ) -> EMResult:
-    """The EM iterations of fit_em, with the ε continuation and the periodic certified finish."""
-    f_old = hinge_objective(Xt, beta, alpha, nu, penalised)
-    can_finish = finish and alpha in (1.0, 2.0)
+    """The EM iterations of fit_em: ε continuation, safeguarded Anderson steps, certified finish."""
+    buf = np.empty_like(Xt)
     eps = max(FLOOR_START, RESIDUAL_FLOOR)
+    r = 1.0 - Xt @ beta
+    f_old = residual_objective(r, beta, alpha, nu, penalised)
+    phi = huberised_objective(r, beta, alpha, nu, penalised, eps)
+    history: list[tuple[np.ndarray, np.ndarray]] = []
+    can_finish = finish and alpha in (1.0, 2.0)
+    max_flips = FINISH_FLIPS * working_set_size(*Xt.shape)
+    wait, next_finish = 1, 1
+    side = r > 0.0
     converged = False
     n_iter = 0
     for n_iter in range(1, max_iter + 1):
-        beta = m_step(Xt, beta, prior_precision(beta, alpha, nu, penalised), eps)
-        f_new = hinge_objective(Xt, beta, alpha, nu, penalised)
+        g = em_update(Xt, r, prior_precision(beta, alpha, nu, penalised), eps, buf)
+        history = [*history[-ANDERSON_MEMORY:], (beta, g)]
+        beta, r = g, 1.0 - Xt @ g
+        phi = huberised_objective(r, beta, alpha, nu, penalised, eps)
+        cand = anderson_step(history)
+        if cand is not None:
+            r_cand = 1.0 - Xt @ cand
+            phi_cand = huberised_objective(r_cand, cand, alpha, nu, penalised, eps)
+            if phi_cand < phi:
+                beta, r, phi = cand, r_cand, phi_cand
+            else:
+                history = history[-1:]
+        f_new = residual_objective(r, beta, alpha, nu, penalised)
         change = relative_change(f_old, f_new)
         converged = change <= tol and eps <= RESIDUAL_FLOOR
-        if change <= 100.0 * tol:
+        if change <= 100.0 * tol and eps > RESIDUAL_FLOOR:
             eps = max(0.1 * eps, RESIDUAL_FLOOR)
+            phi = huberised_objective(r, beta, alpha, nu, penalised, eps)
+            history = []
         f_old = f_new
-        if can_finish and (converged or n_iter % POLISH_EVERY == 0):
-            exact = polish(Xt, beta, alpha, nu, penalised)
+        flips = np.count_nonzero(side != (r > 0.0))
+        side = r > 0.0
+        settled = change <= FINISH_START and flips <= max_flips and n_iter >= next_finish
+        if can_finish and (converged or settled):
+            exact = certified_mode(Xt, beta, alpha, nu, penalised)
             if exact is not None:
                 f_exact = hinge_objective(Xt, exact, alpha, nu, penalised)
                 if f_exact <= f_new + 1e-12 * max(abs(f_new), 1.0):
                     return EMResult(exact, f_exact, n_iter, True, float(nu), polished=True)
+            next_finish, wait = n_iter + wait, min(2 * wait, FINISH_EVERY)
         if converged:
             break
         if progress is not None and n_iter % 50 == 0:

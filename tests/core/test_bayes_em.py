@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import clarabel
 import numpy as np
 import pytest
+from scipy import sparse
 from scipy.optimize import linprog, minimize, minimize_scalar
-from sklearn.datasets import load_breast_cancer
+from sklearn.datasets import load_breast_cancer, make_classification
 from sklearn.svm import SVC
 
 from bsvm_core.solvers.bayes_ecme import fit_ecme, tau_mode
-from bsvm_core.solvers.bayes_em import fit_em
+from bsvm_core.solvers.bayes_em import (
+    anderson_step,
+    em_update,
+    fit_em,
+    huberised_objective,
+    prior_precision,
+)
+from bsvm_core.solvers.bayes_em_finish import certified_mode
 
 
 def _problem(n: int, d: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -27,11 +36,34 @@ def _objective(Xt: np.ndarray, beta: np.ndarray, c: float, alpha: float, pen: np
     return float(np.maximum(0.0, 1.0 - Xt @ beta).sum() + c * np.sum(np.abs(beta[pen]) ** alpha))
 
 
+def _standardised(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows y_i (1, z_i) with z standardised (constant columns kept), and the penalised mask."""
+    sd = X.std(0)
+    Z = np.column_stack([np.ones(len(X)), (X - X.mean(0)) / np.where(sd > 0, sd, 1.0)])
+    return np.where(y == 1, 1.0, -1.0)[:, None] * Z, np.r_[False, np.ones(X.shape[1], dtype=bool)]
+
+
+def _qp_ridge_svm(Xt: np.ndarray, pen: np.ndarray, c: float) -> float:
+    """min Σ ξ + c ‖β_pen‖², ξ ≥ 1 − Xt β, ξ ≥ 0, by Clarabel (interior point); the optimum."""
+    n, k = Xt.shape
+    P = sparse.diags(np.r_[np.where(pen, 2.0 * c, 0.0), np.zeros(n)]).tocsc()
+    eye = sparse.identity(n, format="csc")
+    A = sparse.bmat([[sparse.csc_matrix(-Xt), -eye], [None, -eye]], format="csc")
+    settings = clarabel.DefaultSettings()
+    settings.verbose = False
+    settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = 1e-12
+    cone = [clarabel.NonnegativeConeT(2 * n)]
+    q, b = np.r_[np.zeros(k), np.ones(n)], np.r_[-np.ones(n), np.zeros(n)]
+    sol = clarabel.DefaultSolver(P, q, A, b, cone, settings).solve()
+    assert str(sol.status) == "Solved"
+    return float(sol.obj_val)
+
+
 def _lp_lasso_svm(Xt: np.ndarray, pen: np.ndarray, c: float) -> tuple[float, np.ndarray]:
     """min Σ ξ + c Σ (u+v), ξ ≥ 1 − Xt(u−v), by HiGHS; returns (optimum, β)."""
     n, k = Xt.shape
     cost = np.r_[np.where(pen, c, 0.0), np.where(pen, c, 0.0), np.ones(n)]
-    A = np.hstack([-Xt, Xt, -np.eye(n)])
+    A = sparse.hstack([sparse.csr_matrix(-Xt), sparse.csr_matrix(Xt), -sparse.identity(n)])
     res = linprog(cost, A_ub=A, b_ub=-np.ones(n), bounds=(0, None), method="highs")
     assert res.status == 0
     return float(res.fun), res.x[:k] - res.x[k : 2 * k]
@@ -61,6 +93,93 @@ def test_em_alpha2_nu_sqrt_c_matches_svc(C: float) -> None:
     svc = SVC(kernel="linear", C=C, tol=1e-10).fit(X, y)
     np.testing.assert_allclose(res.beta[1:], svc.coef_.ravel(), atol=1e-4)
     assert res.beta[0] == pytest.approx(svc.intercept_[0], abs=1e-4)
+
+
+@pytest.mark.parametrize("nu", [0.3, 3.0])
+def test_em_alpha2_is_certified_optimum_of_qp(nu: float) -> None:
+    # redundant features make the design rank-deficient; n is large enough for the working set
+    X, y = make_classification(n_samples=3000, n_features=20, random_state=0)
+    Xt, pen = _standardised(X, y)
+    ref = _qp_ridge_svm(Xt, pen, 0.5 * nu**-2.0)
+    res = fit_em(Xt, alpha=2.0, nu=nu, penalised=pen, tol=1e-8)
+    ours = _objective(Xt, res.beta, 0.5 * nu**-2.0, 2.0, pen)
+    assert res.polished and res.converged
+    assert ours == pytest.approx(res.objective, rel=1e-12)
+    assert abs(ours - ref) <= 1e-9 * ref
+    assert res.n_iter <= 60  # with the finish; EM alone needs 40-120 steps here
+
+
+@pytest.mark.parametrize("nu", [0.5, 2.0])
+def test_em_alpha1_is_certified_optimum_of_lp(nu: float) -> None:
+    X, y = make_classification(n_samples=2000, n_features=10, random_state=1)
+    Xt, pen = _standardised(X, y)
+    ref, _ = _lp_lasso_svm(Xt, pen, 0.5 / nu)
+    res = fit_em(Xt, alpha=1.0, nu=nu, penalised=pen, tol=1e-8)
+    ours = _objective(Xt, res.beta, 0.5 / nu, 1.0, pen)
+    assert res.polished
+    assert abs(ours - ref) <= 1e-9 * ref
+
+
+def test_em_certified_with_tied_rows() -> None:
+    # binary features: many identical rows sit on the margin together (a degenerate face)
+    rng = np.random.default_rng(7)
+    X = rng.integers(0, 2, (2000, 10)).astype(float)
+    y = (X[:, :3].sum(1) + rng.integers(0, 2, 2000) > 2).astype(int)
+    Xt, pen = _standardised(X, y)
+    for alpha, ref in ((2.0, _qp_ridge_svm(Xt, pen, 0.5)), (1.0, _lp_lasso_svm(Xt, pen, 0.5)[0])):
+        res = fit_em(Xt, alpha=alpha, nu=1.0, penalised=pen, tol=1e-8)
+        ours = _objective(Xt, res.beta, 0.5, alpha, pen)
+        assert ours >= ref * (1 - 1e-9)  # no false certificate below the optimum
+        assert ours <= ref * (1 + (1e-9 if res.polished else 1e-6))
+
+
+@pytest.mark.parametrize("alpha", [1.0, 2.0])
+def test_finish_is_none_or_the_optimum(alpha: float) -> None:
+    # from random points and from early EM iterates: never a false certificate
+    X, y = make_classification(n_samples=3000, n_features=20, random_state=2)
+    Xt, pen = _standardised(X, y)
+    ref = _qp_ridge_svm(Xt, pen, 0.5) if alpha == 2.0 else _lp_lasso_svm(Xt, pen, 0.5)[0]
+    rng = np.random.default_rng(0)
+    starts = [rng.standard_normal(Xt.shape[1]) for _ in range(3)]
+    starts += [
+        fit_em(Xt, alpha=alpha, penalised=pen, max_iter=m, finish=False).beta for m in (1, 3, 6)
+    ]
+    certified = 0
+    for beta in starts:
+        exact = certified_mode(Xt, beta, alpha, 1.0, pen)
+        if exact is not None:
+            certified += 1
+            assert _objective(Xt, exact, 0.5, alpha, pen) == pytest.approx(ref, rel=1e-9)
+    assert certified >= 1
+
+
+@pytest.mark.parametrize("alpha", [1.0, 1.5, 2.0])
+@pytest.mark.parametrize("eps", [1e-1, 1e-4])
+def test_em_step_decreases_the_huberised_objective(alpha: float, eps: float) -> None:
+    # the safeguard of the Anderson steps relies on this MM property (bayes-svm.md §4)
+    Xt, pen = _problem(200, 5, 6)
+    rng = np.random.default_rng(1)
+    for _ in range(5):
+        beta = rng.standard_normal(Xt.shape[1])
+        new = em_update(Xt, 1.0 - Xt @ beta, prior_precision(beta, alpha, 1.0, pen), eps)
+        before = huberised_objective(1.0 - Xt @ beta, beta, alpha, 1.0, pen, eps)
+        after = huberised_objective(1.0 - Xt @ new, new, alpha, 1.0, pen, eps)
+        assert after <= before + 1e-12 * abs(before)
+
+
+def test_anderson_step_solves_an_affine_fixed_point() -> None:
+    # for g(x) = Mx + b in R^d, d + 1 pairs (x_i, g(x_i)) give the fixed point exactly
+    rng = np.random.default_rng(3)
+    d = 4
+    M = 0.9 * np.linalg.qr(rng.standard_normal((d, d)))[0]
+    b = rng.standard_normal(d)
+    history, x = [], rng.standard_normal(d)
+    for _ in range(d + 1):
+        history.append((x, M @ x + b))
+        x = M @ x + b
+    fixed = np.linalg.solve(np.eye(d) - M, b)
+    np.testing.assert_allclose(anderson_step(history), fixed, rtol=1e-8, atol=1e-10)
+    assert anderson_step(history[:1]) is None
 
 
 def test_em_alpha15_matches_slsqp() -> None:
