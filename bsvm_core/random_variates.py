@@ -2,7 +2,8 @@
 
 * :func:`wald_stable` / :func:`wald_inverse_mean` - inverse-Gaussian (Wald) draws for any mean in
   (0, inf], including the infinite-mean (Lévy) limit that ``numpy.random.Generator.wald`` cannot
-  handle.
+  handle; :func:`wald_from_variates` (and its square root, :func:`wald_root_from_variates`) is
+  the same map applied to given normals and uniforms.
 * :func:`truncated_normal` - normal draws truncated to an interval, accurate far in the tails.
 """
 
@@ -13,22 +14,53 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
 
+def wald_root_from_variates(
+    inv_mean: NDArray[np.float64],
+    shape: float | NDArray[np.float64],
+    z: NDArray[np.float64],
+    u: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    """√X, X ~ IG(mean 1/inv_mean, shape), from z ~ N(0, 1), u ~ U(0, 1); MSH (1976), §3.2.
+
+    The small root of the Michael-Schucany-Haas quadratic, x = 4sz²/(z² + sqrt(z⁴ + 4sz²/μ))²,
+    is x = h² with h = 2√s/(|z| + sqrt(z² + 4s/μ)) (no cancellation, no 0/0); X = x when
+    u(1 + x/μ) ≤ 1, else μ²/x, whose root is μ/h = 1/(h/μ).  Taking 1/μ ≥ 0 as input (0: the Lévy
+    limit, never rejected) avoids forming huge or infinite means.
+    """
+    h = np.multiply(z, z)
+    t = np.multiply(inv_mean, 4.0 * shape)
+    h += t
+    np.sqrt(h, out=h)
+    np.abs(z, out=t)
+    h += t
+    np.divide(2.0 * np.sqrt(shape), h, out=h)
+    np.multiply(h, h, out=t)
+    t *= inv_mean  # x/μ
+    t += 1.0
+    t *= u
+    reject = t > 1.0
+    np.multiply(h, inv_mean, out=t)
+    return np.divide(1.0, t, out=h, where=reject)
+
+
+def wald_from_variates(
+    inv_mean: NDArray[np.float64],
+    shape: float | NDArray[np.float64],
+    z: NDArray[np.float64],
+    u: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    """IG(mean 1/inv_mean, shape) from z ~ N(0, 1), u ~ U(0, 1): √X squared; MSH (1976), §3.2."""
+    root = wald_root_from_variates(inv_mean, shape, z, u)
+    return np.multiply(root, root, out=root)
+
+
 def wald_inverse_mean(
     inv_mean: NDArray[np.float64], shape: float, rng: np.random.Generator
 ) -> NDArray[np.float64]:
-    """IG(mean 1/inv_mean, shape) draws, inv_mean ≥ 0 (0: the Lévy limit); MSH (1976), §3.2.
-
-    The small root of the Michael-Schucany-Haas quadratic is written without cancellation,
-    x = 4sz²/(z² + sqrt(z⁴ + 4sz²/μ))², kept with probability μ/(μ + x), else μ²/x.
-    Taking 1/μ as input avoids forming huge or infinite means at all.
-    """
+    """IG(mean 1/inv_mean, shape) draws, inv_mean ≥ 0 (0: the Lévy limit); MSH (1976), §3.2."""
     inv_mean = np.asarray(inv_mean, dtype=np.float64)
-    z2 = rng.standard_normal(inv_mean.shape)
-    z2 *= z2
-    x = 4.0 * shape * z2 / (z2 + np.sqrt(z2 * (z2 + 4.0 * shape * inv_mean))) ** 2
-    reject = rng.random(inv_mean.shape) * (1.0 + x * inv_mean) > 1.0  # never when 1/μ = 0
-    # μ²/x = 1/(x (1/μ)²); only evaluated on rejections, where 1/μ > 0.
-    return np.divide(1.0, x * inv_mean * inv_mean, out=x, where=reject)
+    z = rng.standard_normal(inv_mean.shape)
+    return wald_from_variates(inv_mean, shape, z, rng.random(inv_mean.shape))
 
 
 def wald_stable(mean: ArrayLike, shape: ArrayLike, rng: np.random.Generator) -> NDArray[np.float64]:

@@ -4,6 +4,7 @@ Pseudo-posterior π(β) ∝ exp{−2 Σ max(1 − x̃ᵢ'β, 0) − ν^{-α} Σ�
 (σⱼ = 1), flat prior on unpenalised coefficients.  One sweep:
 
 * α = 1: β | λ, ω, ν → λ | β → (τ = ν^{-α} | β, ω integrated out) → ω | β, ν (the new ν);
+  λ ⊥ (τ, ω) given β, so λ and ω are one batch of n + k inverse-Gaussian draws after τ;
 * α = 2: the same without ω (prior precision 2/ν²);
 * other α ∈ (0, 2): the uniform (Bayesian-bridge) mixture of §3.4 — β coordinate-wise from
   truncated normals given λ and the slice variables u, then λ, τ, u in that order.
@@ -11,14 +12,14 @@ Pseudo-posterior π(β) ∝ exp{−2 Σ max(1 − x̃ᵢ'β, 0) − ν^{-α} Σ�
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ..random_variates import truncated_normal, wald_inverse_mean
-from .gaussian_draw import blas_threads_for, draw_cholesky, draw_fast, normal_equations
+from ..random_variates import truncated_normal, wald_inverse_mean, wald_root_from_variates
+from .gaussian_draw import CholeskyWorkspace, blas_threads_for, draw_fast, normal_equations
 
 Progress = Callable[[float], object] | None
 
@@ -35,6 +36,24 @@ def draw_lambda_inv(
 ) -> NDArray[np.float64]:
     """λᵢ⁻¹ | β ~ IG(mean 1/|1 − x̃ᵢ'β|, shape 1); Polson & Scott (2011) eq. 6, §3.2."""
     return wald_inverse_mean(np.abs(1.0 - Xt @ beta), 1.0, rng)
+
+
+def latent_inverse_means(
+    Xt: NDArray[np.float64],
+    beta: NDArray[np.float64],
+    pen_beta: NDArray[np.float64] | None,
+    nu: float,
+    out: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    """1/mean of λ⁻¹ | β (|1 − x̃ᵢ'β|, §3.2), then of ω⁻¹ | β, ν (|βⱼ|/ν, §3.3) if pen_beta given."""
+    n = Xt.shape[0]
+    r = np.matmul(Xt, beta, out=out[:n])
+    np.subtract(1.0, r, out=r)
+    np.abs(r, out=r)
+    if pen_beta is not None:
+        np.abs(pen_beta, out=out[n:])
+        out[n:] /= nu
+    return out
 
 
 def draw_tau(
@@ -71,15 +90,6 @@ def check_mcmc_args(alpha: float, nu: float, n_draws: int, burn_in: int, thin: i
         )
 
 
-def _gaussian_sweep_state(
-    alpha: float, nu: float, pen: NDArray[np.bool_], omega_inv: NDArray[np.float64]
-) -> NDArray[np.float64]:
-    """Prior precisions pⱼ = 1/(ν² ωⱼ) (ω⁻¹ given; α = 2: ωⱼ = ½), 0 for flat coefficients."""
-    p = np.zeros(pen.size)
-    p[pen] = (2.0 if alpha == 2.0 else omega_inv) / nu**2
-    return p
-
-
 def _sweep_coordinates(
     beta: NDArray[np.float64],
     Q: NDArray[np.float64],
@@ -95,6 +105,95 @@ def _sweep_coordinates(
             continue
         mean = (rho[j] - Q[j] @ beta + qjj * beta[j]) / qjj
         beta[j] = truncated_normal(mean, 1.0 / np.sqrt(qjj), -bound[j], bound[j], rng)
+
+
+def penalised_selector(pen: NDArray[np.bool_]) -> slice | NDArray[np.intp]:
+    """The penalised coefficients as a slice when contiguous (views, no copies), else indices."""
+    idx = np.flatnonzero(pen)
+    if idx.size == 0:
+        return slice(0, 0)
+    if idx[-1] - idx[0] + 1 == idx.size:
+        return slice(int(idx[0]), int(idx[-1]) + 1)
+    return idx
+
+
+def _gaussian_chain(
+    Xt: NDArray[np.float64],
+    alpha: float,
+    nu: float,
+    learn_nu: bool,
+    a_nu: float,
+    b_nu: float,
+    pen: NDArray[np.bool_],
+    use_fast: bool,
+    rng: np.random.Generator,
+) -> Iterator[tuple[NDArray[np.float64], NDArray[np.float64], float]]:
+    """Sweeps (β, b, ν) for α ∈ {1, 2}: β | λ, ω, ν (§3.1), then τ | β (§3.5), then λ, ω | β, ν.
+
+    λ and ω are conditionally independent given β (and ν), so each sweep draws them as one batch
+    of inverse-Gaussian roots λᵢ^{-1/2}, ωⱼ^{-1/2} (all the β draw needs), from one batch of
+    normals (shared with the β draw) and one of uniforms.  Prior precision pⱼ = ωⱼ⁻¹/ν², or
+    2/ν² for α = 2, and 0 for flat coefficients.
+    """
+    n, k = Xt.shape
+    sel = penalised_selector(pen)
+    with_omega = alpha == 1.0
+    n_ig = n + (int(pen.sum()) if with_omega else 0)
+    workspace = None if use_fast else CholeskyWorkspace(Xt)
+    n_normal = n_ig + (0 if use_fast else k)
+    inv_mean = np.empty(n_ig)
+    lam_root = np.ones(n)
+    precision = np.zeros(k)
+    precision[sel] = (0.5 if with_omega else 2.0) / nu**2  # α = 1: start at ω⁻¹ = E[ω]⁻¹ = ½
+    normal, uniform = rng.standard_normal, rng.random
+    while True:
+        z = normal(n_normal)
+        u = uniform(n_ig)
+        if workspace is None:
+            beta, b = draw_fast(Xt, lam_root * lam_root, precision, rng)
+        else:
+            beta, b = workspace.draw(lam_root, precision, z[n_ig:])
+        pen_beta = beta[sel]
+        if learn_nu:
+            nu = draw_tau(pen_beta, alpha, a_nu, b_nu, rng) ** (-1.0 / alpha)
+        latent_inverse_means(Xt, beta, pen_beta if with_omega else None, nu, inv_mean)
+        root = wald_root_from_variates(inv_mean, 1.0, z[:n_ig], u)
+        lam_root = root[:n]
+        if with_omega:
+            omega_root = root[n:]
+            omega_root /= nu
+            precision[sel] = np.multiply(omega_root, omega_root, out=omega_root)
+        elif learn_nu:
+            precision[sel] = 2.0 / nu**2
+        yield beta, b, nu
+
+
+def _bridge_chain(
+    Xt: NDArray[np.float64],
+    alpha: float,
+    nu: float,
+    learn_nu: bool,
+    a_nu: float,
+    b_nu: float,
+    pen: NDArray[np.bool_],
+    rng: np.random.Generator,
+) -> Iterator[tuple[NDArray[np.float64], NDArray[np.float64], float]]:
+    """Sweeps (β, β, ν) for α ∉ {1, 2}: β | λ, u coordinate-wise, λ | β, τ | β, u | β, ν (§3.4)."""
+    n, k = Xt.shape
+    m = int(pen.sum())
+    beta = np.linalg.solve(Xt.T @ Xt + np.eye(k), Xt.T @ np.ones(n))  # ridge start, not 0
+    u = np.abs(beta[pen] / nu) ** alpha + rng.standard_exponential(m)
+    bound = np.full(k, np.inf)
+    lam_inv = np.ones(n)
+    while True:
+        bound[pen] = nu * u ** (1.0 / alpha)
+        Q, rho = normal_equations(Xt, lam_inv)
+        _sweep_coordinates(beta, Q, rho, bound, rng)
+        lam_inv = draw_lambda_inv(Xt, beta, rng)
+        if learn_nu:
+            nu = draw_tau(beta[pen], alpha, a_nu, b_nu, rng) ** (-1.0 / alpha)
+        u = np.abs(beta[pen] / nu) ** alpha + rng.standard_exponential(m)
+        yield beta, beta, nu
 
 
 def run_gibbs(
@@ -153,7 +252,6 @@ def run_gibbs(
         raise ValueError(f"penalised must have shape ({k},); got {pen.shape}")
     rng = make_rng(seed)
     use_fast = gaussian == "fast" or (gaussian == "auto" and k > n)
-    draw = draw_fast if use_fast else draw_cholesky
     gaussian_prior = alpha in (1.0, 2.0)
     total = burn_in + n_draws * thin
     report = ProgressReporter(progress, total)
@@ -161,30 +259,13 @@ def run_gibbs(
     beta_draws = np.empty((n_draws, k))
     nu_draws = np.empty(n_draws)
     rb_sum = np.zeros(k)
-    lam_inv = np.ones(n)
-    omega_inv = np.full(int(pen.sum()), 0.5)  # prior mean of ω is 2 for α = 1
-    if not gaussian_prior:
-        beta = np.linalg.solve(Xt.T @ Xt + np.eye(k), Xt.T @ np.ones(n))  # ridge start, not 0
-        u = np.abs(beta[pen] / nu) ** alpha + rng.standard_exponential(int(pen.sum()))
-        bound = np.full(k, np.inf)
 
     with blas_threads_for(*Xt.shape):
-        for sweep in range(1, total + 1):
-            if gaussian_prior:
-                prior_precision = _gaussian_sweep_state(alpha, nu, pen, omega_inv)
-                beta, b = draw(Xt, lam_inv, prior_precision, rng)
-            else:
-                bound[pen] = nu * u ** (1.0 / alpha)
-                Q, rho = normal_equations(Xt, lam_inv)
-                _sweep_coordinates(beta, Q, rho, bound, rng)
-                b = beta
-            lam_inv = draw_lambda_inv(Xt, beta, rng)
-            if learn_nu:
-                nu = draw_tau(beta[pen], alpha, a_nu, b_nu, rng) ** (-1.0 / alpha)
-            if alpha == 1.0:
-                omega_inv = wald_inverse_mean(np.abs(beta[pen]) / nu, 1.0, rng)  # §3.3
-            elif not gaussian_prior:
-                u = np.abs(beta[pen] / nu) ** alpha + rng.standard_exponential(int(pen.sum()))
+        if gaussian_prior:
+            chain = _gaussian_chain(Xt, alpha, nu, learn_nu, a_nu, b_nu, pen, use_fast, rng)
+        else:
+            chain = _bridge_chain(Xt, alpha, nu, learn_nu, a_nu, b_nu, pen, rng)
+        for sweep, (beta, b, nu) in zip(range(1, total + 1), chain, strict=False):
             kept = sweep - burn_in
             if kept > 0:
                 rb_sum += b

@@ -1,9 +1,12 @@
 """Draws of β | λ, ω ~ N(b, B) for the data-augmented SVM, bayes-svm.md §3.1.
 
 ``B⁻¹ = P + X̃'Λ⁻¹X̃`` and ``b = B X̃'(1 + λ⁻¹)``, with ``P = diag(prior_precision)``.
-Two exact samplers with the same output:
+Exact samplers with the same output:
 
 * :func:`draw_cholesky` factors the k×k precision, O(nk² + k³) per draw;
+* :class:`CholeskyWorkspace` is the same draw for a fixed X̃ in a sampler loop: one syrk of the
+  bordered matrix [Λ^{-1/2}X̃, λ^{1/2} + λ^{-1/2}] yields B⁻¹ and ρ, one Cholesky yields L and
+  L⁻¹ρ, one triangular solve yields β and b (preallocated buffers, no per-draw set-up);
 * :func:`draw_fast` is Bhattacharya, Chakraborty & Mallick (2016), O(n²k) per draw, for k ≫ n.
 """
 
@@ -62,7 +65,7 @@ def blas_threads_for(n: int, k: int) -> contextlib.AbstractContextManager[None]:
     return contextlib.nullcontext()
 
 
-_potrf, _potrs = linalg.get_lapack_funcs(("potrf", "potrs"), dtype=np.float64)
+_potrf, _potrs, _trtrs = linalg.get_lapack_funcs(("potrf", "potrs", "trtrs"), dtype=np.float64)
 
 
 def normal_equations(
@@ -114,6 +117,64 @@ def draw_cholesky(
     G, rho = normal_equations(Xt, lam_inv)
     G.flat[:: G.shape[0] + 1] += prior_precision
     return draw_from_precision(G, rho, rng)
+
+
+class CholeskyWorkspace:
+    """Buffers for repeated draws β ~ N(b, B), B⁻¹ = P + X̃'Λ⁻¹X̃, b = B X̃'(1 + λ⁻¹) (§3.1).
+
+    With R = [Λ^{-1/2}X̃, a], a = λ^{1/2} + λ^{-1/2} (so R[:, :k]'a = X̃'(1 + λ⁻¹) = ρ), the
+    bordered matrix R'R + diag(P, ·) = [[B⁻¹, ρ], [ρ', ·]] has the Cholesky factor
+    [[L, 0], [(L⁻¹ρ)', s]]: one syrk and one potrf give L and v = L⁻¹ρ, and one triangular
+    solve L'[β, b] = [v + z, v] gives b = B ρ and β = b + L'⁻¹z ~ N(b, B), z ~ N(0, I).
+    The corner is set to 2a'a + 1 > ρ'Bρ, so that s² > 0 whatever the round-off.
+    """
+
+    def __init__(self, Xt: NDArray[np.float64]) -> None:
+        n, k = Xt.shape
+        self.k = k
+        self.XA = np.asfortranarray(np.column_stack([Xt, np.ones(n)]))
+        self.R = np.empty_like(self.XA)
+        self.inv_root = np.empty(n)
+        self.A = np.empty((k + 1, k + 1), order="F")
+        self.diag = self.A.reshape(-1, order="F")[:: k + 2]  # a view on A's diagonal
+        self.rhs = np.zeros((k + 1, 2), order="F")
+
+    def draw(
+        self,
+        lam_inv_root: NDArray[np.float64],
+        prior_precision: NDArray[np.float64],
+        z: NDArray[np.float64],
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(β, b) given λ^{-1/2}: β = b + L'⁻¹z ~ N(b, B), B⁻¹ = P + X̃'Λ⁻¹X̃, b = Bρ; §3.1."""
+        k, R, A, rhs, diag = self.k, self.R, self.A, self.rhs, self.diag
+        np.multiply(self.XA, lam_inv_root[:, np.newaxis], out=R)  # last column: λ^{-1/2}
+        last = R[:, k]
+        last += np.divide(1.0, lam_inv_root, out=self.inv_root)  # a = λ^{-1/2} + λ^{1/2}
+        np.matmul(R.T, R, out=A.T)  # syrk: numpy detects the A'A form
+        diag[:k] += prior_precision
+        diag[k] = 2.0 * diag[k] + 1.0
+        L, info = _potrf(A, lower=1, clean=0, overwrite_a=1)
+        if info != 0:
+            return self._draw_jittered(prior_precision, z)
+        v = L[k, :k]
+        rhs[k] = 0.0
+        rhs[:k, 1] = v
+        np.add(v, z, out=rhs[:k, 0])
+        x, _ = _trtrs(L, rhs, lower=1, trans=1, overwrite_b=1)
+        return x[:k, 0].copy(), x[:k, 1].copy()
+
+    def _draw_jittered(
+        self, prior_precision: NDArray[np.float64], z: NDArray[np.float64]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """The same draw from the k×k precision when round-off needs :func:`cholesky_jittered`."""
+        X = self.R[:, : self.k]
+        Q = X.T @ X
+        Q.flat[:: self.k + 1] += prior_precision
+        L = cholesky_jittered(Q)
+        rho = X.T @ self.R[:, self.k]
+        rhs = np.column_stack([rho, rho + L @ z])
+        both = cholesky_solve(L, rhs)
+        return both[:, 1], both[:, 0]
 
 
 def draw_fast(

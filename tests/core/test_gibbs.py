@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from bsvm_core import diagnostics as dg
-from bsvm_core.solvers.bayes_gibbs import run_gibbs
-from bsvm_core.solvers.gaussian_draw import draw_cholesky, draw_fast
+from bsvm_core.solvers.bayes_gibbs import penalised_selector, run_gibbs
+from bsvm_core.solvers.gaussian_draw import CholeskyWorkspace, draw_cholesky, draw_fast
 
 A_NU, B_NU = 1.0, 1.0
 CHAINS, DRAWS, BURN = 4, 2500, 300
@@ -133,6 +133,48 @@ def test_fast_gaussian_draw_equals_cholesky_draw() -> None:
     se = np.sqrt(np.diag(B) / 4000)
     assert np.all(np.abs(draws.mean(axis=0) - b_chol) < 4.5 * se)
     np.testing.assert_allclose(np.cov(draws.T), B, atol=0.1 * np.max(np.diag(B)))
+
+
+def test_workspace_draw_equals_cholesky_draw() -> None:
+    rng = np.random.default_rng(1)
+    n, k = 40, 6
+    Xt = rng.normal(size=(n, k))
+    workspace = CholeskyWorkspace(Xt)
+    for lam_inv in (rng.gamma(2.0, size=n), np.exp(rng.uniform(-20.0, 20.0, size=n))):
+        prec = np.r_[0.0, rng.gamma(2.0, size=k - 1)]  # a flat first coefficient
+        z = np.random.default_rng(2).standard_normal(k)
+        beta_ref, b_ref = draw_cholesky(Xt, lam_inv, prec, np.random.default_rng(2))
+        beta, b = workspace.draw(np.sqrt(lam_inv), prec, z)
+        scale = np.abs(b_ref).max()
+        np.testing.assert_allclose(b, b_ref, rtol=0, atol=1e-9 * scale)
+        np.testing.assert_allclose(beta, beta_ref, rtol=0, atol=1e-9 * np.abs(beta_ref).max())
+        jittered = workspace._draw_jittered(prec, z)  # the fallback computes the same draw
+        np.testing.assert_allclose(jittered[0], beta, rtol=0, atol=1e-9 * np.abs(beta).max())
+
+
+def test_penalised_selector_slices_contiguous_blocks() -> None:
+    assert penalised_selector(np.array([False, True, True])) == slice(1, 3)
+    assert penalised_selector(np.array([False, False])) == slice(0, 0)
+    np.testing.assert_array_equal(penalised_selector(np.array([True, False, True])), [0, 2])
+
+
+def test_gibbs_with_intercept_last_matches_quadrature() -> None:
+    # penalised = [True, False] takes the index-array path instead of the slice path
+    ref = quadrature(1.0, 1.0, False)
+    Xt = two_coefficient_problem()[:, ::-1]
+    runs = [
+        run_gibbs(
+            Xt, alpha=1.0, nu=1.0, learn_nu=False, a_nu=A_NU, b_nu=B_NU, n_draws=DRAWS,
+            burn_in=BURN, thin=1, penalised=np.array([True, False]), seed=s,
+        )
+        for s in np.random.SeedSequence(7).spawn(CHAINS)
+    ]  # fmt: skip
+    draws = np.stack([r["beta_draws"] for r in runs])
+    for j, ref_j in ((0, 1), (1, 0)):
+        chains = draws[:, :, j]
+        mcse = chains.std() / np.sqrt(dg.ess_bulk(chains))
+        rb = np.mean([r["beta_rb"][j] for r in runs])
+        assert abs(rb - ref[f"mean{ref_j}"]) < 4 * mcse, (j, rb, ref[f"mean{ref_j}"], mcse)
 
 
 def test_fast_path_chain_agrees_with_cholesky_chain() -> None:
