@@ -130,6 +130,12 @@ def _attach_progress(estimator: Any, report: Callable[[float], None]) -> Callabl
     return lambda est: None
 
 
+def resolved_params(spec: ModelSpec, estimator: Any) -> dict[str, Any]:
+    """The estimator's values of the parameters this model type exposes (its params model + fixed)."""
+    exposed = set(spec.params_model.model_fields) | set(spec.fixed)
+    return {k: v for k, v in estimator.get_params().items() if k in exposed and not callable(v)}
+
+
 def fit_and_evaluate(task: TrainTask, report: Callable[[float], None]) -> dict[str, Any]:
     """Fit the task's estimator and measure it; the worker's whole job (also callable in-process)."""
     estimator = task.spec.make_estimator(task.params)
@@ -148,7 +154,7 @@ def fit_and_evaluate(task: TrainTask, report: Callable[[float], None]) -> dict[s
     messages = sorted({f"{w.category.__name__}: {w.message}"[:300] for w in caught})
     return {
         "estimator": estimator,
-        "params": {k: v for k, v in estimator.get_params().items() if not callable(v)},
+        "params": resolved_params(task.spec, estimator),
         "training": {
             "n_samples": int(task.X.shape[0]),
             "seconds": round(seconds, 6),

@@ -246,8 +246,9 @@ def smo_solve(
             distance = hull_distance_bound(np.array(alpha), F, y)
             if distance < min_distance:
                 raise DualDivergence(
-                    f"after {n_iter} iterations the convex hulls of the two classes are closer than "
-                    f"{distance:.3g} in feature space, below {MIN_RELATIVE_MARGIN:g} of the data's spread"
+                    f"after {n_iter} iterations the distance between the convex hulls of the two "
+                    f"classes in feature space is at most {distance:.3g}, below "
+                    f"{MIN_RELATIVE_MARGIN:g} of the data's spread: they touch"
                 )
 
     alpha = np.array(alpha)

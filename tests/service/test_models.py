@@ -154,3 +154,13 @@ def test_bad_bayesian_params_are_422_naming_the_field(client, params, field):
     r = client.post("/train", json=bayes_body("spike_slab_svm", **params))
     assert r.status_code == 422
     assert any(field in d["field"] for d in r.json()["details"]), r.json()
+
+
+def test_record_params_are_those_of_the_model_type(client):
+    em = client.post("/train", json=bayes_body("em_svm", alpha=2.0)).json()["params"]
+    assert em["method"] == "em" and em["alpha"] == 2.0 and isinstance(em["random_state"], int)
+    assert not {"n_draws", "burn_in", "n_chains", "learn_nu", "n_jobs"} & set(em)
+    mcmc = client.post(
+        "/train", json=bayes_body("mcmc_svm", n_draws=20, burn_in=5, n_chains=1)
+    ).json()["params"]
+    assert mcmc["n_draws"] == 20 and mcmc["method"] == "mcmc" and "tol" not in mcmc
