@@ -80,9 +80,13 @@ def predict(store: ModelStore, settings: Settings, body: Any) -> dict[str, Any]:
     estimator = store.load(model_id)
     outputs = set(body.outputs)
     if "probability" in outputs and not hasattr(estimator, "predict_proba"):
+        why = (
+            "it was trained without probability=true"
+            if "probability" in record.get("params", {})
+            else f"{record['model_type']} gives decision values, not probabilities"
+        )
         raise Conflict(
-            f"model {model_id} has no probabilities ({record['model_type']} without "
-            "probability=true); ask for label or decision",
+            f"model {model_id} has no probabilities ({why}); ask for label or decision",
             [detail("outputs", "probability is not available for this model")],
         )
     if "interval" in outputs and not hasattr(estimator, "predict_interval"):

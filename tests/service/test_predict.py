@@ -96,7 +96,17 @@ def test_probability_without_probabilities_is_409(client, iris):
         "/predict",
         json={"model": r.json()["model_id"], "X": X[:1].tolist(), "outputs": ["probability"]},
     )
-    assert out.status_code == 409 and "probabilities" in out.json()["error"]
+    assert out.status_code == 409 and "without probability=true" in out.json()["error"]
+
+
+def test_probability_of_a_bayesian_model_is_409_with_its_reason(client):
+    X, y = load_breast_cancer(return_X_y=True)
+    r = client.post(
+        "/train", json={"model_type": "em_svm", "X": X[:, :3].tolist(), "y": y.tolist()}
+    )
+    body = {"model": r.json()["model_id"], "X": X[:1, :3].tolist(), "outputs": ["probability"]}
+    out = client.post("/predict", json=body)
+    assert out.status_code == 409 and "not probabilities" in out.json()["error"]
 
 
 @pytest.mark.parametrize(
