@@ -39,8 +39,8 @@ class SVMClassifierBase(ClassifierMixin, BaseEstimator):
     _default_multiclass = "ovr"
 
     # -- hooks ---------------------------------------------------------------------------------
-    def _validate_params_extra(self) -> None:
-        """Raise ValueError for invalid hyper-parameters (subclasses extend)."""
+    def _validate_params_extra(self, X: np.ndarray) -> None:
+        """Raise BsvmValueError for bad hyper-parameters; resolve X-dependent ones (extend)."""
 
     def _fit_binary(self, X: np.ndarray, y_pm: np.ndarray, seed: int) -> Any:
         raise NotImplementedError
@@ -48,8 +48,8 @@ class SVMClassifierBase(ClassifierMixin, BaseEstimator):
     def _decision_binary(self, model: Any, X: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
-    def _after_fit(self, X: np.ndarray) -> None:
-        """Assemble public learned attributes from ``binary_models_`` (subclasses extend)."""
+    def _after_fit(self, X: np.ndarray, y_idx: np.ndarray) -> None:
+        """Set public attributes from ``binary_models_``, X and encoded labels (extend)."""
 
     def _decision_matrix(self, X: np.ndarray) -> np.ndarray:
         """Decision values of every binary problem, shape (n_samples, n_problems)."""
@@ -68,7 +68,7 @@ class SVMClassifierBase(ClassifierMixin, BaseEstimator):
         """Fit the classifier on X (n_samples, n_features) and labels y of any type; return self."""
         X, y = check_fit_data(self, X, y)
         self._check_common_params()
-        self._validate_params_extra()
+        self._validate_params_extra(X)
         self.classes_, y_idx = encode_labels(y)
         rng = check_random_state(getattr(self, "random_state", None))
         scheme = getattr(self, "multiclass", self._default_multiclass)
@@ -82,7 +82,7 @@ class SVMClassifierBase(ClassifierMixin, BaseEstimator):
             self.binary_models_.append(self._fit_binary(Xp, y_pm, seed))
             if self.platt_ is not None:
                 self.platt_.append(self._fit_platt_problem(Xp, y_pm, seed))
-        self._after_fit(X)
+        self._after_fit(X, y_idx)
         return self
 
     def _fit_platt_problem(self, X: np.ndarray, y_pm: np.ndarray, seed: int) -> tuple[float, float]:

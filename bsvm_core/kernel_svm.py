@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 
 from ._svm_base import SVMClassifierBase
-from ._validation import check_fit_data
 from .exceptions import BsvmValueError, ConvergenceWarning, NotSeparableError
 from .kernels import KERNELS, kernel_diagonal, kernel_matrix, kernel_row_function, resolve_gamma
 from .multiclass import problem_targets
@@ -43,7 +42,8 @@ class KernelSVM(SVMClassifierBase):
     Parameters
     ----------
     C : float, default=1.0
-        Box bound of the dual (penalty of the hinge loss); ``float("inf")`` is the hard margin.
+        Box bound of the dual (penalty of the hinge loss); ``float("inf")`` is the hard margin
+        (``fit`` raises ``NotSeparableError`` when the kernel does not separate the classes).
     kernel : {"linear", "poly", "rbf", "sigmoid"} or callable, default="rbf"
         ``poly`` is (gamma x'z + coef0)^degree, ``rbf`` exp(-gamma ||x - z||²), ``sigmoid``
         tanh(gamma x'z + coef0); a callable maps (X (n, d), Z (m, d)) to the (n, m) Gram matrix.
@@ -92,8 +92,6 @@ class KernelSVM(SVMClassifierBase):
         (positive, negative) class indices of each problem (negative −1 = rest).
     """
 
-    _default_multiclass = "ovo"
-
     def __init__(
         self,
         C: float = 1.0,
@@ -121,14 +119,16 @@ class KernelSVM(SVMClassifierBase):
         self.random_state = random_state
 
     # -- parameters ------------------------------------------------------------------------------
-    def _validate_params_extra(self) -> None:
+    def _validate_params_extra(self, X: np.ndarray) -> None:
         if not callable(self.kernel) and self.kernel not in KERNELS:
             raise BsvmValueError(
                 f"kernel must be one of {KERNELS} or a callable, got {self.kernel!r}."
             )
-        if isinstance(self.degree, bool) or not isinstance(self.degree, int | np.integer):
-            raise BsvmValueError(f"degree must be a non-negative integer, got {self.degree!r}.")
-        if self.degree < 0:
+        if (
+            isinstance(self.degree, bool)
+            or not isinstance(self.degree, int | np.integer)
+            or self.degree < 0
+        ):
             raise BsvmValueError(f"degree must be a non-negative integer, got {self.degree!r}.")
         if not isinstance(self.coef0, int | float | np.number) or not np.isfinite(self.coef0):
             raise BsvmValueError(f"coef0 must be a finite number, got {self.coef0!r}.")
@@ -144,33 +144,12 @@ class KernelSVM(SVMClassifierBase):
             )
         if not isinstance(self.cache_mb, int | float | np.number) or not self.cache_mb > 0:
             raise BsvmValueError(f"cache_mb must be a positive number, got {self.cache_mb!r}.")
-        if math.isnan(float(self.C)):
-            raise BsvmValueError("C must be a positive number or inf, got nan.")
+        self._gamma = resolve_gamma(self.gamma, X)
 
     def _kernel_args(self) -> dict[str, Any]:
         return {"gamma": self._gamma, "degree": self.degree, "coef0": self.coef0}
 
     # -- fitting ---------------------------------------------------------------------------------
-    def fit(self, X: Any, y: Any) -> KernelSVM:
-        """Fit on X (n_samples, n_features) and labels y; return self.
-
-        Raises
-        ------
-        NotSeparableError
-            With ``C=inf`` when the classes are not separable by the kernel.
-        """
-        X, y = check_fit_data(self, X, y)
-        try:
-            self._gamma = resolve_gamma(self.gamma, X)
-        except ValueError as err:
-            raise BsvmValueError(str(err)) from None
-        self._fit_y_idx = np.unique(y, return_inverse=True)[1]
-        try:
-            super().fit(X, y)
-        finally:
-            del self._fit_y_idx
-        return self
-
     def _fit_binary(self, X: np.ndarray, y_pm: np.ndarray, seed: int) -> BinaryKernelModel:
         kw = self._kernel_args()
         C = float(self.C)
@@ -212,10 +191,10 @@ class KernelSVM(SVMClassifierBase):
             converged=res.converged,
         )
 
-    def _after_fit(self, X: np.ndarray) -> None:
+    def _after_fit(self, X: np.ndarray, y_idx: np.ndarray) -> None:
         global_support = []
         for problem, model in zip(self.binary_problems_, self.binary_models_, strict=True):
-            rows = np.flatnonzero(problem_targets(self._fit_y_idx, problem)[0])
+            rows = np.flatnonzero(problem_targets(y_idx, problem)[0])
             global_support.append(rows[model.support])
         self.support_ = np.unique(np.concatenate(global_support))
         self.support_vectors_ = X[self.support_]
@@ -225,9 +204,9 @@ class KernelSVM(SVMClassifierBase):
         self.intercept_ = np.array([m.intercept for m in self.binary_models_])
         self.objective_ = np.array([m.objective for m in self.binary_models_])
         self.n_iter_ = np.array([m.n_iter for m in self.binary_models_])
-        self.n_support_ = np.bincount(
-            self._fit_y_idx[self.support_], minlength=self.classes_.size
-        ).astype(np.int32)
+        self.n_support_ = np.bincount(y_idx[self.support_], minlength=self.classes_.size).astype(
+            np.int32
+        )
 
     # -- decision --------------------------------------------------------------------------------
     def _decision_binary(self, model: BinaryKernelModel, X: np.ndarray) -> np.ndarray:

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from .exceptions import BsvmValueError
+
 KERNELS = ("linear", "poly", "rbf", "sigmoid")
 """Names of the built-in kernels."""
 
@@ -23,12 +25,14 @@ def resolve_gamma(gamma: str | float, X: np.ndarray) -> float:
             return 1.0 / (n_features * var) if var > 0.0 else 1.0
         if gamma == "auto":
             return 1.0 / n_features
-        raise ValueError(f"gamma must be 'scale', 'auto' or a float > 0, got {gamma!r}.")
-    if isinstance(gamma, bool) or not isinstance(gamma, int | float | np.number):
-        raise ValueError(f"gamma must be 'scale', 'auto' or a float > 0, got {gamma!r}.")
-    if not np.isfinite(gamma) or gamma <= 0:
-        raise ValueError(f"gamma must be 'scale', 'auto' or a float > 0, got {gamma!r}.")
-    return float(gamma)
+    elif (
+        isinstance(gamma, int | float | np.number)
+        and not isinstance(gamma, bool)
+        and np.isfinite(gamma)
+        and gamma > 0
+    ):
+        return float(gamma)
+    raise BsvmValueError(f"gamma must be 'scale', 'auto' or a float > 0, got {gamma!r}.")
 
 
 def linear_kernel(X: np.ndarray, Z: np.ndarray) -> np.ndarray:

@@ -83,8 +83,6 @@ class LinearSVM(SVMClassifierBase):
         Number of features seen in ``fit``.
     """
 
-    _default_multiclass = "ovr"
-
     def __init__(
         self,
         C: float = 1.0,
@@ -107,11 +105,9 @@ class LinearSVM(SVMClassifierBase):
         self.random_state = random_state
         self.probability = probability
 
-    def _validate_params_extra(self) -> None:
+    def _validate_params_extra(self, X: np.ndarray) -> None:
         if self.solver not in SOLVERS:
             raise BsvmValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}.")
-        if math.isnan(float(self.C)):
-            raise BsvmValueError("C must be a positive number or inf, got nan.")
         if self.solver == "subgradient" and math.isinf(float(self.C)):
             raise BsvmValueError(
                 "C=inf (hard margin) needs solver='auto'; the subgradient method has no finite "
@@ -165,7 +161,7 @@ class LinearSVM(SVMClassifierBase):
     def _decision_binary(self, model: LinearSolution, X: np.ndarray) -> np.ndarray:
         return X @ model.w + model.b
 
-    def _after_fit(self, X: np.ndarray) -> None:
+    def _after_fit(self, X: np.ndarray, y_idx: np.ndarray) -> None:
         models = self.binary_models_
         self.coef_ = np.vstack([m.w for m in models])
         self.intercept_ = np.array([m.b for m in models])
