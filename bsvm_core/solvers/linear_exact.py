@@ -26,7 +26,7 @@ from scipy.optimize import linprog
 
 from ..exceptions import NotSeparableError
 from .linear_active_set import active_set_polish
-from .linear_objective import LinearSolution, primal_objective
+from .linear_objective import LinearSolution, primal_from_residuals, primal_objective
 from .linear_smooth import smoothed_newton, smoothed_objective
 
 MU_START = 10.0
@@ -71,7 +71,7 @@ def _soft_margin(
             total += k2
             if exact:
                 return LinearSolution(w2, b2, total, True, primal_objective(X, y, w2, b2, C)), alpha
-        p = primal_objective(X, y, w, b, C)
+        p = primal_from_residuals(w, z, C)
         gap_bound = p - smoothed_objective(w, z, C, mu)
         if total >= max_iter or mu <= MU_MIN or gap_bound <= 1e-15 * max(p, 1.0):
             converged = bool(gap_bound <= tol * max(p, 1e-300))

@@ -25,8 +25,12 @@ class LinearSolution:
 
 def primal_objective(X: np.ndarray, y: np.ndarray, w: np.ndarray, b: float, C: float) -> float:
     """P(w, b) = ½‖w‖² + C Σ max(0, 1 − y_i(w'x_i + b)); Cortes & Vapnik (1995)."""
-    hinge = np.maximum(0.0, 1.0 - y * (X @ w + b))
-    return float(0.5 * (w @ w) + C * hinge.sum())
+    return primal_from_residuals(w, 1.0 - y * (X @ w + b), C)
+
+
+def primal_from_residuals(w: np.ndarray, z: np.ndarray, C: float) -> float:
+    """P(w, b) = ½‖w‖² + C Σ max(0, z_i) from the residuals z_i = 1 − y_i(w'x_i + b) at hand."""
+    return float(0.5 * (w @ w) + C * np.maximum(0.0, z).sum())
 
 
 def optimal_intercept(s: np.ndarray, y: np.ndarray) -> float:

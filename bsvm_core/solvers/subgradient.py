@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .linear_objective import LinearSolution, optimal_intercept
+from .linear_objective import LinearSolution, optimal_intercept, primal_from_residuals
 
 CHECK_EVERY = 10
 """Iterations between two tests of the stopping rule."""
@@ -36,7 +36,7 @@ def _evaluate(
     s = X @ w
     b = optimal_intercept(s, y) if fit_intercept else 0.0
     m = y * (s + b)
-    return float(0.5 * (w @ w) + C * np.maximum(0.0, 1.0 - m).sum()), b, m
+    return primal_from_residuals(w, 1.0 - m, C), b, m
 
 
 def fit_linear_subgradient(
