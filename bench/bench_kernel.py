@@ -10,6 +10,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
 from bsvm_core.kernel_svm import KernelSVM
+from bsvm_core.kernels import rbf_kernel
 
 from .common import row, time_median
 
@@ -30,8 +31,7 @@ def _binary_objective(svc: SVC, X: np.ndarray) -> float:
     """libsvm's dual objective ½ cᵀKc − Σ|c| from SVC's dual_coef_ (binary problems)."""
     c = svc.dual_coef_[0]
     S = X[svc.support_]
-    sq = np.einsum("ij,ij->i", S, S)
-    K = np.exp(-svc._gamma * np.maximum(sq[:, None] + sq[None, :] - 2.0 * S @ S.T, 0.0))
+    K = rbf_kernel(S, S, svc._gamma)
     return 0.5 * float(c @ K @ c) - float(np.abs(c).sum())
 
 
