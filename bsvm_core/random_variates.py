@@ -2,8 +2,8 @@
 
 * :func:`wald_stable` / :func:`wald_inverse_mean` - inverse-Gaussian (Wald) draws for any mean in
   (0, inf], including the infinite-mean (Lévy) limit that ``numpy.random.Generator.wald`` cannot
-  handle; :func:`wald_from_variates` (and its square root, :func:`wald_root_from_variates`) is
-  the same map applied to given normals and uniforms.
+  handle; :func:`wald_root_from_variates` is the square root of the same map applied to given
+  normals and uniforms.
 * :func:`truncated_normal` - normal draws truncated to an interval, accurate far in the tails.
 """
 
@@ -43,24 +43,14 @@ def wald_root_from_variates(
     return np.divide(1.0, t, out=h, where=reject)
 
 
-def wald_from_variates(
-    inv_mean: NDArray[np.float64],
-    shape: float | NDArray[np.float64],
-    z: NDArray[np.float64],
-    u: NDArray[np.float64],
-) -> NDArray[np.float64]:
-    """IG(mean 1/inv_mean, shape) from z ~ N(0, 1), u ~ U(0, 1): √X squared; MSH (1976), §3.2."""
-    root = wald_root_from_variates(inv_mean, shape, z, u)
-    return np.multiply(root, root, out=root)
-
-
 def wald_inverse_mean(
     inv_mean: NDArray[np.float64], shape: float, rng: np.random.Generator
 ) -> NDArray[np.float64]:
     """IG(mean 1/inv_mean, shape) draws, inv_mean ≥ 0 (0: the Lévy limit); MSH (1976), §3.2."""
     inv_mean = np.asarray(inv_mean, dtype=np.float64)
     z = rng.standard_normal(inv_mean.shape)
-    return wald_from_variates(inv_mean, shape, z, rng.random(inv_mean.shape))
+    root = wald_root_from_variates(inv_mean, shape, z, rng.random(inv_mean.shape))
+    return np.multiply(root, root, out=root)
 
 
 def wald_stable(mean: ArrayLike, shape: ArrayLike, rng: np.random.Generator) -> NDArray[np.float64]:

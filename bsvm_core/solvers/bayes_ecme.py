@@ -24,16 +24,12 @@ from .bayes_em import (
     EMResult,
     ProgressFn,
     blas_threads,
-    hinge_objective,
-    m_step,
+    em_update,
+    penalty_sum,
     prior_precision,
+    residual_objective,
     starting_point,
 )
-
-
-def penalty_sum(beta: np.ndarray, alpha: float, penalised: np.ndarray) -> float:
-    """S = Σ_{j penalised} |β_j|^α (σ_j = 1 on the standardised scale); bayes-svm.md §3.5."""
-    return float(np.sum(np.abs(beta[penalised]) ** alpha))
 
 
 def tau_mode(s: float, alpha: float, k: int, a_nu: float, b_nu: float) -> float:
@@ -42,7 +38,7 @@ def tau_mode(s: float, alpha: float, k: int, a_nu: float, b_nu: float) -> float:
 
 
 def ecme_objective(
-    Xt: np.ndarray,
+    r: np.ndarray,
     beta: np.ndarray,
     nu: float,
     *,
@@ -51,10 +47,13 @@ def ecme_objective(
     b_nu: float,
     penalised: np.ndarray,
 ) -> float:
-    """F(β, τ) = 2 Σ hinge + τ (S + b_ν) − (k/α + a_ν − 1) log τ: minus the log pseudo-posterior."""
+    """F(β, τ) = 2 Σ hinge + τ (S + b_ν) − (k/α + a_ν − 1) log τ from the residuals r = 1 − X̃β.
+
+    This is minus the log pseudo-posterior.
+    """
     k = int(penalised.sum())
     tau = nu ** (-alpha)
-    hinge = np.maximum(1.0 - Xt @ beta, 0.0).sum()
+    hinge = np.maximum(r, 0.0).sum()
     s = penalty_sum(beta, alpha, penalised)
     return float(2.0 * hinge + tau * (s + b_nu) - (k / alpha + a_nu - 1.0) * np.log(tau))
 
@@ -107,16 +106,19 @@ def fit_ecme(
         )
     opts = {"alpha": alpha, "a_nu": a_nu, "b_nu": b_nu, "penalised": penalised}
     beta, nu = starting_point(Xt, penalised), float(nu0)
-    f_old = ecme_objective(Xt, beta, nu, **opts)
+    r = 1.0 - Xt @ beta
+    f_old = ecme_objective(r, beta, nu, **opts)
     eps = max(FLOOR_START, RESIDUAL_FLOOR)
+    buf = np.empty_like(Xt)
     converged = False
     n_iter = 0
     with blas_threads(Xt):
         for n_iter in range(1, max_iter + 1):
-            beta = m_step(Xt, beta, prior_precision(beta, alpha, nu, penalised), eps)
+            beta = em_update(Xt, r, prior_precision(beta, alpha, nu, penalised), eps, buf)
+            r = 1.0 - Xt @ beta
             tau = tau_mode(penalty_sum(beta, alpha, penalised), alpha, k, a_nu, b_nu)
             nu = float(tau ** (-1.0 / alpha))
-            f_new = ecme_objective(Xt, beta, nu, **opts)
+            f_new = ecme_objective(r, beta, nu, **opts)
             change = abs(f_old - f_new) / max(abs(f_new), 1.0)
             converged = change <= tol and eps <= RESIDUAL_FLOOR
             if change <= 100.0 * tol:
@@ -126,4 +128,4 @@ def fit_ecme(
                 break
             if progress is not None and n_iter % 50 == 0:
                 progress(n_iter / max_iter)
-    return EMResult(beta, hinge_objective(Xt, beta, alpha, nu, penalised), n_iter, converged, nu)
+    return EMResult(beta, residual_objective(r, beta, alpha, nu, penalised), n_iter, converged, nu)

@@ -37,9 +37,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
-from threadpoolctl import threadpool_limits
 
 from .bayes_em_finish import certified_mode, working_set_size
+from .gaussian_draw import single_blas_thread
 
 ProgressFn = Callable[[float], None]
 
@@ -110,12 +110,17 @@ def hinge_objective(
     return residual_objective(1.0 - Xt @ beta, beta, alpha, nu, penalised)
 
 
+def penalty_sum(beta: np.ndarray, alpha: float, penalised: np.ndarray) -> float:
+    """S = Σ_{j penalised} |β_j|^α (σ_j = 1 on the standardised scale); bayes-svm.md §3.5."""
+    return float(np.sum(np.abs(beta[penalised]) ** alpha))
+
+
 def residual_objective(
     r: np.ndarray, beta: np.ndarray, alpha: float, nu: float, penalised: np.ndarray
 ) -> float:
     """d_α(β, 2^{1/α} ν) = Σ max(r_i, 0) + ν^{-α} Σ|β_j|^α / 2 from the residuals r = 1 − X̃β."""
     hinge = np.maximum(r, 0.0).sum()
-    return float(hinge + 0.5 * nu ** (-alpha) * np.sum(np.abs(beta[penalised]) ** alpha))
+    return float(hinge + 0.5 * nu ** (-alpha) * penalty_sum(beta, alpha, penalised))
 
 
 def huberised_objective(
@@ -125,7 +130,7 @@ def huberised_objective(
     a = np.abs(r)
     huber = np.where(a < eps, 0.5 * (a * a / eps + eps), a)
     return float(
-        0.5 * np.sum(r + huber) + 0.5 * nu ** (-alpha) * np.sum(np.abs(beta[penalised]) ** alpha)
+        0.5 * np.sum(r + huber) + 0.5 * nu ** (-alpha) * penalty_sum(beta, alpha, penalised)
     )
 
 
@@ -164,13 +169,6 @@ def em_update(
         return scipy.linalg.cho_solve(chol, rhs, check_finite=False)
     except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
         return np.linalg.lstsq(G, rhs, rcond=None)[0]
-
-
-def m_step(
-    Xt: np.ndarray, beta: np.ndarray, p: np.ndarray, eps: float = RESIDUAL_FLOOR
-) -> np.ndarray:
-    """β ← (P + X̃'Λ^{-1}X̃)^{-1} X̃'(1 + λ^{-1}) with λ_i^{-1} = 1/max(|r_i|, ε); P & S (2011) §3."""
-    return em_update(Xt, 1.0 - Xt @ beta, p, eps)
 
 
 def anderson_step(history: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray | None:
@@ -250,11 +248,11 @@ def fit_em(
         return _em_loop(Xt, beta, alpha, nu, penalised, tol, max_iter, finish, progress)
 
 
-def blas_threads(Xt: np.ndarray) -> threadpool_limits | contextlib.nullcontext:
+def blas_threads(Xt: np.ndarray) -> contextlib.AbstractContextManager[None]:
     """One BLAS thread for small problems (see SMALL_PROBLEM), the library default otherwise."""
     n, k = Xt.shape
     if n * k * k < SMALL_PROBLEM:
-        return threadpool_limits(limits=1, user_api="blas")
+        return single_blas_thread()
     return contextlib.nullcontext()
 
 
@@ -274,7 +272,6 @@ def _em_loop(
     eps = max(FLOOR_START, RESIDUAL_FLOOR)
     r = 1.0 - Xt @ beta
     f_old = residual_objective(r, beta, alpha, nu, penalised)
-    phi = huberised_objective(r, beta, alpha, nu, penalised, eps)
     history: list[tuple[np.ndarray, np.ndarray]] = []
     can_finish = finish and alpha in (1.0, 2.0)
     max_flips = FINISH_FLIPS * working_set_size(*Xt.shape)
@@ -300,7 +297,6 @@ def _em_loop(
         converged = change <= tol and eps <= RESIDUAL_FLOOR
         if change <= 100.0 * tol and eps > RESIDUAL_FLOOR:
             eps = max(0.1 * eps, RESIDUAL_FLOOR)
-            phi = huberised_objective(r, beta, alpha, nu, penalised, eps)
             history = []
         f_old = f_new
         flips = np.count_nonzero(side != (r > 0.0))

@@ -24,13 +24,6 @@ from .gaussian_draw import CholeskyWorkspace, blas_threads_for, draw_fast, norma
 Progress = Callable[[float], object] | None
 
 
-def make_rng(
-    seed: int | np.random.SeedSequence | np.random.Generator | None,
-) -> np.random.Generator:
-    """A numpy Generator from an int, a SeedSequence, a Generator or None."""
-    return np.random.default_rng(seed)
-
-
 def draw_lambda_inv(
     Xt: NDArray[np.float64], beta: NDArray[np.float64], rng: np.random.Generator
 ) -> NDArray[np.float64]:
@@ -78,8 +71,16 @@ class ProgressReporter:
             self.progress(done / self.total)
 
 
-def check_mcmc_args(alpha: float, nu: float, n_draws: int, burn_in: int, thin: int) -> None:
-    """Raise ValueError for hyper-parameters outside their domains."""
+def check_mcmc_args(
+    Xt: NDArray[np.float64],
+    penalised: NDArray[np.bool_],
+    alpha: float,
+    nu: float,
+    n_draws: int,
+    burn_in: int,
+    thin: int,
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """(C-contiguous float64 X̃, boolean mask); ValueError for arguments outside their domains."""
     if not 0.0 < alpha <= 2.0:
         raise ValueError(f"alpha must be in (0, 2]; got {alpha}")
     if not (np.isfinite(nu) and nu > 0.0):
@@ -88,6 +89,11 @@ def check_mcmc_args(alpha: float, nu: float, n_draws: int, burn_in: int, thin: i
         raise ValueError(
             f"need n_draws >= 1, burn_in >= 0, thin >= 1; got {n_draws}, {burn_in}, {thin}"
         )
+    Xt = np.ascontiguousarray(Xt, dtype=np.float64)
+    pen = np.asarray(penalised, dtype=bool)
+    if pen.shape != (Xt.shape[1],):
+        raise ValueError(f"penalised must have shape ({Xt.shape[1]},); got {pen.shape}")
+    return Xt, pen
 
 
 def _sweep_coordinates(
@@ -242,15 +248,11 @@ def run_gibbs(
         conditional means b over all post-burn-in sweeps; for α ∉ {1, 2} the draw average),
         ``nu_draws`` (n_draws,).
     """
-    check_mcmc_args(alpha, nu, n_draws, burn_in, thin)
+    Xt, pen = check_mcmc_args(Xt, penalised, alpha, nu, n_draws, burn_in, thin)
     if gaussian not in ("auto", "cholesky", "fast"):
         raise ValueError(f"gaussian must be 'auto', 'cholesky' or 'fast'; got {gaussian!r}")
-    Xt = np.ascontiguousarray(Xt, dtype=np.float64)
     n, k = Xt.shape
-    pen = np.asarray(penalised, dtype=bool)
-    if pen.shape != (k,):
-        raise ValueError(f"penalised must have shape ({k},); got {pen.shape}")
-    rng = make_rng(seed)
+    rng = np.random.default_rng(seed)
     use_fast = gaussian == "fast" or (gaussian == "auto" and k > n)
     gaussian_prior = alpha in (1.0, 2.0)
     total = burn_in + n_draws * thin

@@ -20,13 +20,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..random_variates import wald_inverse_mean
-from .bayes_gibbs import (
-    Progress,
-    ProgressReporter,
-    check_mcmc_args,
-    draw_lambda_inv,
-    make_rng,
-)
+from .bayes_gibbs import Progress, ProgressReporter, check_mcmc_args, draw_lambda_inv
 from .gaussian_draw import (
     blas_threads_for,
     cholesky_jittered,
@@ -159,16 +153,12 @@ def run_spike_slab(
         Rao-Blackwellised (mean of P(γⱼ = 1 | rest) over post-burn-in sweeps), ``beta_rb`` (k,)
         the mean of b_γ (zeros outside γ), ``nu_draws`` (n_draws,) constant ν.
     """
-    check_mcmc_args(alpha, nu, n_draws, burn_in, thin)
+    Xt, pen = check_mcmc_args(Xt, penalised, alpha, nu, n_draws, burn_in, thin)
     if alpha not in (1.0, 2.0):
         raise ValueError(f"spike-and-slab supports alpha = 1 or 2; got {alpha}")
-    Xt = np.ascontiguousarray(Xt, dtype=np.float64)
     k = Xt.shape[1]
-    pen = np.asarray(penalised, dtype=bool)
-    if pen.shape != (k,):
-        raise ValueError(f"penalised must have shape ({k},); got {pen.shape}")
     log_odds = _log_prior_odds(prior_inclusion, pen)
-    rng = make_rng(seed)
+    rng = np.random.default_rng(seed)
     total = burn_in + n_draws * thin
     report = ProgressReporter(progress, total)
     candidates = np.flatnonzero(pen)
@@ -204,7 +194,8 @@ def run_spike_slab(
             beta = np.zeros(k)
             b = np.zeros(k)
             if index.size:
-                beta[index], b[index] = draw_from_precision(A, rho[index], rng)
+                z = rng.standard_normal(index.size)
+                beta[index], b[index] = draw_from_precision(A, rho[index], z)
             if alpha == 1.0:
                 out = candidates[~gamma[candidates]]
                 inn = candidates[gamma[candidates]]

@@ -3,10 +3,10 @@
 ``B⁻¹ = P + X̃'Λ⁻¹X̃`` and ``b = B X̃'(1 + λ⁻¹)``, with ``P = diag(prior_precision)``.
 Exact samplers with the same output:
 
-* :func:`draw_cholesky` factors the k×k precision, O(nk² + k³) per draw;
-* :class:`CholeskyWorkspace` is the same draw for a fixed X̃ in a sampler loop: one syrk of the
-  bordered matrix [Λ^{-1/2}X̃, λ^{1/2} + λ^{-1/2}] yields B⁻¹ and ρ, one Cholesky yields L and
-  L⁻¹ρ, one triangular solve yields β and b (preallocated buffers, no per-draw set-up);
+* :class:`CholeskyWorkspace` factors the k×k precision, O(nk² + k³) per draw, for a fixed X̃ in a
+  sampler loop: one syrk of the bordered matrix [Λ^{-1/2}X̃, λ^{1/2} + λ^{-1/2}] yields B⁻¹ and ρ,
+  one Cholesky yields L and L⁻¹ρ, one triangular solve yields β and b (preallocated buffers, no
+  per-draw set-up); :func:`draw_from_precision` is the same draw from a given precision matrix;
 * :func:`draw_fast` is Bhattacharya, Chakraborty & Mallick (2016), O(n²k) per draw, for k ≫ n.
 """
 
@@ -37,7 +37,7 @@ _blas_limiter: threadpool_limits | None = None
 
 
 @contextlib.contextmanager
-def _single_blas_thread() -> Iterator[None]:
+def single_blas_thread() -> Iterator[None]:
     """BLAS limited to one thread while any caller is inside; safe when chains run in threads.
 
     The limit is process-wide, so it is reference-counted: the first caller sets it and the
@@ -61,7 +61,7 @@ def _single_blas_thread() -> Iterator[None]:
 def blas_threads_for(n: int, k: int) -> contextlib.AbstractContextManager[None]:
     """A context limiting BLAS to one thread when a sweep's linear algebra is small."""
     if n * k * min(n, k) < SMALL_PROBLEM_FLOPS:
-        return _single_blas_thread()
+        return single_blas_thread()
     return contextlib.nullcontext()
 
 
@@ -96,27 +96,15 @@ def cholesky_solve(L: NDArray[np.float64], rhs: NDArray[np.float64]) -> NDArray[
 
 
 def draw_from_precision(
-    Q: NDArray[np.float64], rho: NDArray[np.float64], rng: np.random.Generator
+    Q: NDArray[np.float64], rho: NDArray[np.float64], z: NDArray[np.float64]
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """(β, b): b = Q⁻¹ρ and β = Q⁻¹(ρ + Lz) ~ N(b, Q⁻¹), z ~ N(0, I), Q = LL' (Rue 2001)."""
+    """(β, b): b = Q⁻¹ρ and β = Q⁻¹(ρ + Lz) ~ N(b, Q⁻¹) for z ~ N(0, I), Q = LL' (Rue 2001)."""
     L = cholesky_jittered(Q)
     rhs = np.empty((Q.shape[0], 2))
     rhs[:, 0] = rho
-    rhs[:, 1] = rho + L @ rng.standard_normal(Q.shape[0])
+    rhs[:, 1] = rho + L @ z
     both = cholesky_solve(L, rhs)
     return both[:, 1], both[:, 0]
-
-
-def draw_cholesky(
-    Xt: NDArray[np.float64],
-    lam_inv: NDArray[np.float64],
-    prior_precision: NDArray[np.float64],
-    rng: np.random.Generator,
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """(β, b): β ~ N(b, B), B⁻¹ = P + X̃'Λ⁻¹X̃, b = B X̃'(1+λ⁻¹); bayes-svm.md §3.1, Cholesky path."""
-    G, rho = normal_equations(Xt, lam_inv)
-    G.flat[:: G.shape[0] + 1] += prior_precision
-    return draw_from_precision(G, rho, rng)
 
 
 class CholeskyWorkspace:
@@ -170,11 +158,7 @@ class CholeskyWorkspace:
         X = self.R[:, : self.k]
         Q = X.T @ X
         Q.flat[:: self.k + 1] += prior_precision
-        L = cholesky_jittered(Q)
-        rho = X.T @ self.R[:, self.k]
-        rhs = np.column_stack([rho, rho + L @ z])
-        both = cholesky_solve(L, rhs)
-        return both[:, 1], both[:, 0]
+        return draw_from_precision(Q, X.T @ self.R[:, self.k], z)
 
 
 def draw_fast(
