@@ -280,12 +280,11 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
             incl = np.array([o["inclusion_prob"] for o in out]).reshape(*shape, -1).mean(axis=1)
             self.inclusion_prob_ = incl[:, int(self.fit_intercept) :]
         self.n_iter_ = self.burn_in + self.n_draws * self.thin
-        flat = draws.reshape(len(tasks), self.n_chains, self.n_draws, -1)
         rhats = [
-            rhat_rank(flat[p, :, :, j])
+            rhat_rank(draws[p, :, :, j])
             for p in range(len(tasks))
-            for j in range(flat.shape[-1])
-            if np.ptp(flat[p, :, :, j]) > 0
+            for j in range(draws.shape[-1])
+            if np.ptp(draws[p, :, :, j]) > 0
         ]
         self.converged_ = bool(np.all(np.asarray(rhats) < RHAT_OK))
 
