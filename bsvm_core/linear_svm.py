@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import math
 import warnings
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
+from ._blas import single_blas_thread_if
 from ._svm_base import SVMClassifierBase
 from .exceptions import BsvmValueError, ConvergenceWarning
 from .solvers.linear_exact import fit_linear_exact
@@ -20,12 +18,6 @@ SOLVERS = ("auto", "subgradient")
 SINGLE_THREAD_SIZE = 200_000
 """From this many entries of X on, BLAS runs single-threaded inside the solvers: tall-skinny
 products gain little from threads and lose much when other processes share the cores."""
-
-
-@functools.cache
-def _blas_controller() -> ThreadpoolController:
-    """One ThreadpoolController per process (discovering the BLAS libraries is slow)."""
-    return ThreadpoolController()
 
 
 class LinearSVM(SVMClassifierBase):
@@ -129,12 +121,7 @@ class LinearSVM(SVMClassifierBase):
 
     def _fit_binary(self, X: np.ndarray, y: np.ndarray, seed: int) -> LinearSolution:
         C = float(self.C)
-        limit = (
-            _blas_controller().limit(limits=1, user_api="blas")
-            if X.size >= SINGLE_THREAD_SIZE
-            else contextlib.nullcontext()
-        )
-        with limit:
+        with single_blas_thread_if(X.size >= SINGLE_THREAD_SIZE):
             if self.solver == "subgradient":
                 sol = fit_linear_subgradient(
                     X,

@@ -38,8 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
+from .._blas import single_blas_thread_if
 from .bayes_em_finish import certified_mode, working_set_size
-from .gaussian_draw import single_blas_thread
 
 ProgressFn = Callable[[float], None]
 
@@ -251,9 +251,7 @@ def fit_em(
 def blas_threads(Xt: np.ndarray) -> contextlib.AbstractContextManager[None]:
     """One BLAS thread for small problems (see SMALL_PROBLEM), the library default otherwise."""
     n, k = Xt.shape
-    if n * k * k < SMALL_PROBLEM:
-        return single_blas_thread()
-    return contextlib.nullcontext()
+    return single_blas_thread_if(n * k * k < SMALL_PROBLEM)
 
 
 def _em_loop(

@@ -13,13 +13,12 @@ Exact samplers with the same output:
 from __future__ import annotations
 
 import contextlib
-import threading
-from collections.abc import Iterator
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy import linalg
-from threadpoolctl import threadpool_limits
+
+from .._blas import single_blas_thread_if
 
 #: Prior precision given to flat-prior (unpenalised) coefficients by :func:`draw_fast`, which
 #: needs every precision positive (§3.1); on the standardised scale this is a N(0, 100²) prior.
@@ -31,38 +30,9 @@ WEAK_PRECISION = 1e-4
 SMALL_PROBLEM_FLOPS = 2e7
 
 
-_blas_lock = threading.Lock()
-_blas_users = 0
-_blas_limiter: threadpool_limits | None = None
-
-
-@contextlib.contextmanager
-def single_blas_thread() -> Iterator[None]:
-    """BLAS limited to one thread while any caller is inside; safe when chains run in threads.
-
-    The limit is process-wide, so it is reference-counted: the first caller sets it and the
-    last one restores the original, whatever order the threads leave in.
-    """
-    global _blas_users, _blas_limiter
-    with _blas_lock:
-        if _blas_users == 0:
-            _blas_limiter = threadpool_limits(limits=1, user_api="blas")
-        _blas_users += 1
-    try:
-        yield
-    finally:
-        with _blas_lock:
-            _blas_users -= 1
-            if _blas_users == 0 and _blas_limiter is not None:
-                _blas_limiter.restore_original_limits()
-                _blas_limiter = None
-
-
 def blas_threads_for(n: int, k: int) -> contextlib.AbstractContextManager[None]:
     """A context limiting BLAS to one thread when a sweep's linear algebra is small."""
-    if n * k * min(n, k) < SMALL_PROBLEM_FLOPS:
-        return single_blas_thread()
-    return contextlib.nullcontext()
+    return single_blas_thread_if(n * k * min(n, k) < SMALL_PROBLEM_FLOPS)
 
 
 _potrf, _potrs, _trtrs = linalg.get_lapack_funcs(("potrf", "potrs", "trtrs"), dtype=np.float64)
