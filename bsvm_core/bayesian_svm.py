@@ -168,7 +168,10 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
             (_num(self.nu) and 0 < self.nu < np.inf, "nu must be a finite number > 0."),
             (_num(self.a_nu) and self.a_nu > 0, "a_nu must be > 0."),
             (_num(self.b_nu) and self.b_nu > 0, "b_nu must be > 0."),
-            (_int(self.n_draws) and self.n_draws >= 1, "n_draws must be an integer >= 1."),
+            (
+                _int(self.n_draws) and self.n_draws >= 4,
+                "n_draws must be an integer >= 4 (split R-hat needs 4 draws per chain).",
+            ),
             (_int(self.burn_in) and self.burn_in >= 0, "burn_in must be an integer >= 0."),
             (_int(self.n_chains) and self.n_chains >= 1, "n_chains must be an integer >= 1."),
             (_int(self.thin) and self.thin >= 1, "thin must be an integer >= 1."),

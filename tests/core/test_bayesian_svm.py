@@ -135,3 +135,9 @@ def test_bad_parameters_raise(params: dict, binary_data: tuple[np.ndarray, np.nd
     X, y = binary_data
     with pytest.raises(ValueError):
         BayesianSVM(**params).fit(X, y)
+
+
+def test_too_few_draws_for_r_hat_is_named(binary_data: tuple[np.ndarray, np.ndarray]) -> None:
+    X, y = binary_data
+    with pytest.raises(ValueError, match="n_draws must be an integer >= 4"):
+        BayesianSVM(method="mcmc", n_draws=3, burn_in=0, n_chains=1).fit(X, y)
