@@ -1,9 +1,8 @@
 """Load test of single-row ``POST /predict``: p50/p99 latency and requests per second.
 
 One uvicorn worker (``python -m service``) on a free loopback port with a temporary model dir;
-a model trained on scikit-learn's standardised breast-cancer data (KernelSVM, rbf, when the core
-has it, else the next model type available); then ``--clients`` asyncio httpx clients, each
-posting one row at a time for ``--seconds``. Run::
+a KernelSVM (rbf, C = 1) trained on scikit-learn's standardised breast-cancer data; then
+``--clients`` asyncio httpx clients, each posting one row at a time for ``--seconds``. Run::
 
     .venv/bin/python bench/load_predict.py --clients 32 --seconds 20
 
@@ -29,11 +28,8 @@ from sklearn.datasets import load_breast_cancer
 from sklearn.preprocessing import StandardScaler
 
 ROOT = Path(__file__).resolve().parent.parent
-PREFERRED = (
-    ("kernel_svm", {"C": 1.0, "kernel": "rbf", "gamma": "scale"}),
-    ("linear_svm", {"C": 1.0}),
-    ("lda", {}),
-)
+MODEL_TYPE = "kernel_svm"
+PARAMS = {"C": 1.0, "kernel": "rbf", "gamma": "scale"}
 
 
 def free_port() -> int:
@@ -70,16 +66,14 @@ def start_server(model_dir: Path, port: int) -> subprocess.Popen:
     raise RuntimeError("server did not become ready")
 
 
-def train(url: str) -> tuple[str, str, np.ndarray]:
-    """Train the preferred available model; (model type, model id, rows to score)."""
+def train(url: str) -> tuple[str, np.ndarray]:
+    """Train the model; (model id, rows to score)."""
     X, y = load_breast_cancer(return_X_y=True)
     X = StandardScaler().fit_transform(X)
-    available = set(httpx.get(f"{url}/health/ready").json()["model_types"])
-    model_type, params = next((t, p) for t, p in PREFERRED if t in available)
-    body = {"model_type": model_type, "params": params, "X": X.tolist(), "y": y.tolist()}
+    body = {"model_type": MODEL_TYPE, "params": PARAMS, "X": X.tolist(), "y": y.tolist()}
     response = httpx.post(f"{url}/train", json=body, timeout=300)
     response.raise_for_status()
-    return model_type, response.json()["model_id"], X
+    return response.json()["model_id"], X
 
 
 async def client(url: str, model_id: str, rows: np.ndarray, stop: float, out: list[float]) -> int:
@@ -119,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         process = start_server(Path(tmp), port)
         try:
             url = f"http://127.0.0.1:{port}"
-            model_type, model_id, X = train(url)
+            model_id, X = train(url)
             httpx.post(f"{url}/predict", json={"model": model_id, "X": X[:1].tolist()})  # warm
             latencies, wall, errors = asyncio.run(
                 load(url, model_id, X, args.clients, args.seconds)
@@ -129,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
             process.wait(timeout=15)
     ms = np.asarray(latencies) * 1000
     print(
-        f"model_type={model_type}, clients={args.clients}, seconds={args.seconds:g}, httpx+asyncio"
+        f"model_type={MODEL_TYPE}, clients={args.clients}, seconds={args.seconds:g}, httpx+asyncio"
     )
     print("| requests | errors | req/s | p50 ms | p90 ms | p99 ms | mean ms |")
     print("|---|---|---|---|---|---|---|")

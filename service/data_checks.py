@@ -11,24 +11,18 @@ from service.errors import InvalidInput, detail
 from service.settings import Settings
 
 
-def as_matrix(X: Any, settings: Settings, field: str = "X") -> np.ndarray:
+def as_matrix(rows: Sequence[Sequence[float]], settings: Settings, field: str = "X") -> np.ndarray:
     """A finite float64 matrix of at most ``max_rows`` × ``max_features`` (422 otherwise)."""
-    if isinstance(X, np.ndarray):
-        M = X
-    else:
-        rows: Sequence[Sequence[float]] = X
-        if len(rows) == 0:
-            raise InvalidInput("no rows were sent", [detail(field, "must hold at least one row")])
-        width = len(rows[0])
-        for i, row in enumerate(rows):
-            if len(row) != width:
-                raise InvalidInput(
-                    "ragged rows",
-                    [detail(f"{field}[{i}]", f"has {len(row)} values; row 0 has {width}")],
-                )
-        M = np.asarray(rows, dtype=np.float64)
-    if M.ndim != 2 or M.shape[0] == 0:
+    if len(rows) == 0:
         raise InvalidInput("no rows were sent", [detail(field, "must hold at least one row")])
+    width = len(rows[0])
+    for i, row in enumerate(rows):
+        if len(row) != width:
+            raise InvalidInput(
+                "ragged rows",
+                [detail(f"{field}[{i}]", f"has {len(row)} values; row 0 has {width}")],
+            )
+    M = np.asarray(rows, dtype=np.float64)
     if M.shape[0] > settings.max_rows:
         raise InvalidInput(
             "too many rows", [detail(field, f"{M.shape[0]} rows; the limit is {settings.max_rows}")]

@@ -25,18 +25,12 @@ def heldout_split(
 
 def _scores(estimator: Any, X: np.ndarray, n_classes: int) -> np.ndarray | None:
     """Scores for ROC AUC: decision values (binary) or probabilities (multiclass), else None."""
-    if n_classes == 2:
-        if hasattr(estimator, "decision_function"):
-            return np.asarray(estimator.decision_function(X))
-        if hasattr(estimator, "predict_proba"):
-            return np.asarray(estimator.predict_proba(X))[:, 1]
+    if n_classes == 2 and hasattr(estimator, "decision_function"):
+        return np.asarray(estimator.decision_function(X))
+    if not hasattr(estimator, "predict_proba"):  # e.g. an SVM trained without probability=True
         return None
-    if hasattr(estimator, "predict_proba"):
-        try:
-            return np.asarray(estimator.predict_proba(X))
-        except AttributeError:
-            return None
-    return None
+    proba = np.asarray(estimator.predict_proba(X))
+    return proba[:, 1] if n_classes == 2 else proba
 
 
 def classification_metrics(estimator: Any, X: np.ndarray, y: np.ndarray) -> dict[str, Any]:

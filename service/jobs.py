@@ -19,7 +19,6 @@ from typing import Any
 
 from service.errors import ApiError, Busy, Conflict, InvalidInput, NotFound, detail
 from service.preparation import build_record
-from service.registry import Registry
 from service.settings import Settings
 from service.store import ModelStore
 from service.training import Outcome, TrainTask, run_in_process, warm_up
@@ -105,18 +104,13 @@ class JobManager:
         Uses ``train_concurrency``, ``train_timeout_s`` and ``job_ttl_s``.
     store : ModelStore
         Where a successful fit is saved.
-    registry : dict
-        The model-type registry (kept for introspection; the worker builds its own).
     metrics : object, optional
         Anything with ``record_training(model_type, outcome, seconds)``.
     """
 
-    def __init__(
-        self, settings: Settings, store: ModelStore, registry: Registry, metrics: Any = None
-    ) -> None:
+    def __init__(self, settings: Settings, store: ModelStore, metrics: Any = None) -> None:
         self.settings = settings
         self.store = store
-        self.registry = registry
         self.metrics = metrics
         self._jobs: dict[str, Job] = {}
         self._threads: dict[str, threading.Thread] = {}
@@ -138,11 +132,6 @@ class JobManager:
         if job is None:
             raise NotFound(f"no job with id {job_id!r}")
         return job
-
-    def active_count(self) -> int:
-        """Jobs queued or running."""
-        with self._lock:
-            return sum(job.status in ACTIVE for job in self._jobs.values())
 
     # -- lifecycle -----------------------------------------------------------------------------
     def submit(self, task: TrainTask) -> Job:

@@ -35,12 +35,6 @@ TRAINING_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600, 1800)
 TRAINING_OUTCOMES = ("succeeded", "failed", "cancelled", "timeout")
 
 
-def cache_size(store: Any) -> float:
-    """How many fitted models ``store`` holds loaded (its ``cached_count``; 0 if it has none)."""
-    value = getattr(store, "cached_count", 0)
-    return float(value() if callable(value) else value)
-
-
 class Metrics:
     """The service's collectors, each on this object's own registry."""
 
@@ -87,8 +81,8 @@ class Metrics:
         self.training_seconds.labels(model_type).observe(seconds)
 
     def watch_store(self, store: Any) -> None:
-        """Read the number of cached models from ``store`` at every scrape."""
-        self.models_cached.set_function(lambda: cache_size(store))
+        """Read ``store.cached_count`` (fitted models held loaded) at every scrape."""
+        self.models_cached.set_function(lambda: float(store.cached_count))
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every collector."""

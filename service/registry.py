@@ -1,7 +1,5 @@
 """The model-type registry: each ``model_type`` of the API mapped to its estimator and params model.
 
-A model type is registered only when its estimator imports, so a type whose core class does not
-exist yet is simply absent (from the registry, the ``POST /train`` union and the OpenAPI document).
 The params models carry every bound; ``POST /train``'s body is a discriminated union built from them.
 
 ``C`` accepts a positive number, ``"inf"`` or JSON ``Infinity`` (the hard margin of api.md).
@@ -9,15 +7,12 @@ The params models carry every bound; ``POST /train``'s body is a discriminated u
 
 from __future__ import annotations
 
-import importlib
-import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-logger = logging.getLogger("service.registry")
+from bsvm_core import LDA, QDA, BayesianSVM, KernelSVM, LinearSVM
 
 MAX_ITER_BOUND = 10_000_000
 SEED_MAX = 2**32 - 1
@@ -33,7 +28,7 @@ Seed = Annotated[
     Field(ge=0, le=SEED_MAX, description="Seed; the service draws one (and records it) if null."),
 ]
 Priors = Annotated[
-    list[Annotated[float, Field(ge=0.0, le=1.0)]] | None,
+    list[Annotated[float, Field(gt=0.0, le=1.0)]] | None,
     Field(max_length=1000, description="Class priors in `classes` order (sum 1); null = estimate."),
 ]
 
@@ -140,69 +135,28 @@ class ModelSpec:
     estimator_class: type
     params_model: type[Params]
     fixed: dict[str, Any] = field(default_factory=dict)
-    bayesian: bool = False
 
     def make_estimator(self, params: dict[str, Any]) -> Any:
         """A fresh estimator with ``params`` (plus this type's fixed ones, e.g. ``method``)."""
-        accepted = set(self.estimator_class().get_params())
-        kwargs = {k: v for k, v in {**params, **self.fixed}.items() if k in accepted}
-        if "n_jobs" in accepted:
-            kwargs["n_jobs"] = 1  # a training is one worker process; no nested pools
-        return self.estimator_class(**kwargs)
-
-
-#: (model_type, module, class, params model, fixed params, bayesian)
-CANDIDATES: tuple[tuple[str, str, str, type[Params], dict[str, Any], bool], ...] = (
-    ("linear_svm", "bsvm_core.linear_svm", "LinearSVM", LinearSVMParams, {}, False),
-    ("kernel_svm", "bsvm_core.kernel_svm", "KernelSVM", KernelSVMParams, {}, False),
-    ("em_svm", "bsvm_core.bayesian_svm", "BayesianSVM", EMParams, {"method": "em"}, True),
-    ("ecme_svm", "bsvm_core.bayesian_svm", "BayesianSVM", ECMEParams, {"method": "ecme"}, True),
-    ("mcmc_svm", "bsvm_core.bayesian_svm", "BayesianSVM", MCMCParams, {"method": "mcmc"}, True),
-    (
-        "spike_slab_svm",
-        "bsvm_core.bayesian_svm",
-        "BayesianSVM",
-        SpikeSlabParams,
-        {"method": "spike_slab"},
-        True,
-    ),
-    ("lda", "bsvm_core.lda", "LDA", LDAParams, {}, False),
-    ("qda", "bsvm_core.qda", "QDA", QDAParams, {}, False),
-)
-
-#: Fallback modules tried when the primary module of a class does not exist.
-ALTERNATIVE_MODULES = {
-    "LDA": ("bsvm_core.discriminant", "bsvm_core"),
-    "QDA": ("bsvm_core.discriminant", "bsvm_core"),
-}
-
-
-def _import_class(module: str, name: str) -> type | None:
-    """``module.name`` if importable, else ``None`` (the type is then not registered)."""
-    for candidate in (module, *ALTERNATIVE_MODULES.get(name, ())):
-        try:
-            found = getattr(importlib.import_module(candidate), name, None)
-        except ImportError:
-            continue
-        if isinstance(found, type):
-            return found
-    return None
+        estimator = self.estimator_class(**params, **self.fixed)
+        if "n_jobs" in estimator.get_params():
+            estimator.set_params(n_jobs=1)  # a training is one worker process; no nested pools
+        return estimator
 
 
 Registry = dict[str, ModelSpec]
 
 
-def build_registry(
-    loader: Callable[[str, str], type | None] = _import_class,
-) -> Registry:
-    """Every model type whose estimator imports, in the order of api.md."""
-    registry: Registry = {}
-    for model_type, module, cls_name, params_model, fixed, bayesian in CANDIDATES:
-        cls = loader(module, cls_name)
-        if cls is None:
-            logger.debug(
-                "model type %s not registered: %s.%s missing", model_type, module, cls_name
-            )
-            continue
-        registry[model_type] = ModelSpec(model_type, cls, params_model, dict(fixed), bayesian)
-    return registry
+def build_registry() -> Registry:
+    """Every model type of api.md, in its order."""
+    specs = (
+        ModelSpec("linear_svm", LinearSVM, LinearSVMParams),
+        ModelSpec("kernel_svm", KernelSVM, KernelSVMParams),
+        ModelSpec("em_svm", BayesianSVM, EMParams, {"method": "em"}),
+        ModelSpec("ecme_svm", BayesianSVM, ECMEParams, {"method": "ecme"}),
+        ModelSpec("mcmc_svm", BayesianSVM, MCMCParams, {"method": "mcmc"}),
+        ModelSpec("spike_slab_svm", BayesianSVM, SpikeSlabParams, {"method": "spike_slab"}),
+        ModelSpec("lda", LDA, LDAParams),
+        ModelSpec("qda", QDA, QDAParams),
+    )
+    return {spec.model_type: spec for spec in specs}

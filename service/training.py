@@ -28,8 +28,6 @@ from service.registry import ModelSpec
 
 logger = logging.getLogger("service.training")
 
-#: Without ``set_progress_callback``, parameters that take a ``callable(fraction)`` progress hook.
-PROGRESS_PARAMS = ("progress_callback", "callback", "progress")
 PRELOAD = [
     "service.training",
     "bsvm_core",
@@ -113,27 +111,21 @@ def _converged(estimator: Any) -> bool | None:
 
 
 def _attach_progress(estimator: Any, report: Callable[[float], None]) -> Callable[[Any], None]:
-    """Give the estimator a progress hook if it takes one; return how to take it off again."""
+    """Hand ``report`` to an estimator with ``set_progress_callback``; return how to detach it."""
+    if not hasattr(estimator, "set_progress_callback"):
+        return lambda est: None
 
     def hook(fraction: float) -> None:
         report(0.15 + 0.7 * min(max(float(fraction), 0.0), 1.0))
 
-    setter = getattr(estimator, "set_progress_callback", None)
-    if callable(setter):
-        setter(hook)
-        return lambda est: est.set_progress_callback(None)
-    params = estimator.get_params()
-    for name in PROGRESS_PARAMS:
-        if name in params:
-            estimator.set_params(**{name: hook})
-            return lambda est, name=name: est.set_params(**{name: None})
-    return lambda est: None
+    estimator.set_progress_callback(hook)
+    return lambda est: est.set_progress_callback(None)
 
 
 def resolved_params(spec: ModelSpec, estimator: Any) -> dict[str, Any]:
     """The estimator's values of the parameters this model type exposes (its params model + fixed)."""
     exposed = set(spec.params_model.model_fields) | set(spec.fixed)
-    return {k: v for k, v in estimator.get_params().items() if k in exposed and not callable(v)}
+    return {k: v for k, v in estimator.get_params().items() if k in exposed}
 
 
 def fit_and_evaluate(task: TrainTask, report: Callable[[float], None]) -> dict[str, Any]:

@@ -6,8 +6,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.store import NAME_PATTERN
-
 Output = Literal["label", "decision", "probability", "interval"]
 Label = int | str
 Matrix = list[list[float]]
@@ -60,6 +58,3 @@ class PredictResponse(BaseModel):
     )
     probabilities: list[list[float]] | None = None
     intervals: Interval | None = None
-
-
-__all__ = ["NAME_PATTERN", "Interval", "PredictRequest", "PredictResponse"]

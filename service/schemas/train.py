@@ -1,4 +1,4 @@
-"""Body of ``POST /train``: a discriminated union on ``model_type``, one member per registered type."""
+"""Body of ``POST /train``: a discriminated union on ``model_type``, one member per model type."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def _camel(model_type: str) -> str:
 
 
 def build_train_request(registry: Registry) -> Any:
-    """The union type of every registered model type's request, tagged by ``model_type``."""
+    """The union of every model type's request, tagged by ``model_type``."""
     members = []
     for model_type, spec in registry.items():
         params_model = spec.params_model
@@ -58,10 +58,6 @@ def build_train_request(registry: Registry) -> Any:
                 params=(params_model, Field(default_factory=params_model)),
             )
         )
-    if not members:  # no estimator imports: every request is refused by the route (422)
-        return create_model("TrainRequest", __base__=TrainRequestBase, model_type=(str, ...))
-    if len(members) == 1:
-        return members[0]
     return Annotated[Union[tuple(members)], Field(discriminator="model_type")]  # noqa: UP007
 
 

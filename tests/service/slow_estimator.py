@@ -30,16 +30,16 @@ class SlowEstimator(ClassifierMixin, BaseEstimator):
     """Predicts the majority class after sleeping ``seconds``; a test double for long fits."""
 
     def __init__(
-        self,
-        seconds: float = 0.0,
-        pid_file: str | None = None,
-        fail: bool = False,
-        progress_callback: Callable[[float], None] | None = None,
+        self, seconds: float = 0.0, pid_file: str | None = None, fail: bool = False
     ) -> None:
         self.seconds = seconds
         self.pid_file = pid_file
         self.fail = fail
-        self.progress_callback = progress_callback
+
+    def set_progress_callback(self, fn: Callable[[float], None] | None) -> SlowEstimator:
+        """Register ``fn(fraction_done)`` for the next ``fit``, as ``BayesianSVM`` does."""
+        self._progress_callback = fn
+        return self
 
     def fit(self, X: Any, y: Any) -> SlowEstimator:
         if self.pid_file:
@@ -49,8 +49,9 @@ class SlowEstimator(ClassifierMixin, BaseEstimator):
         steps = max(int(self.seconds / 0.05), 1)
         for step in range(steps):
             time.sleep(self.seconds / steps)
-            if self.progress_callback is not None:
-                self.progress_callback((step + 1) / steps)
+            callback = getattr(self, "_progress_callback", None)
+            if callback is not None:
+                callback((step + 1) / steps)
         self.classes_, counts = np.unique(y, return_counts=True)
         self.majority_ = self.classes_[np.argmax(counts)]
         self.n_features_in_ = np.asarray(X).shape[1]

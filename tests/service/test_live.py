@@ -16,18 +16,10 @@ from tests.service.live_server import ROOT, live_server
 
 pytestmark = pytest.mark.slow
 
-#: The richest model type available is used; KernelSVM is the one the issue names.
-PREFERRED = (
-    ("kernel_svm", {"C": 1.0, "kernel": "rbf", "probability": True, "random_state": 0}),
-    ("linear_svm", {"C": 1.0}),
-    ("lda", {}),
-)
+#: KernelSVM is the model type the issue names.
+MODEL_TYPE = "kernel_svm"
+PARAMS = {"C": 1.0, "kernel": "rbf", "probability": True, "random_state": 0}
 CURL_BLOCK = re.compile(r"```bash\n(.*?)```", re.DOTALL)
-
-
-def pick_model_type(base_url: str) -> tuple[str, dict]:
-    available = set(httpx.get(f"{base_url}/health/ready").json()["model_types"])
-    return next((t, p) for t, p in PREFERRED if t in available)
 
 
 def test_predictions_survive_a_restart(tmp_path):
@@ -35,22 +27,19 @@ def test_predictions_survive_a_restart(tmp_path):
     X = StandardScaler().fit_transform(X)
     model_dir = tmp_path / "models"
     with live_server(model_dir, tmp_path) as url:
-        model_type, params = pick_model_type(url)
         trained = httpx.post(
             f"{url}/train",
-            json={"model_type": model_type, "params": params, "X": X.tolist(), "y": y.tolist()},
+            json={"model_type": MODEL_TYPE, "params": PARAMS, "X": X.tolist(), "y": y.tolist()},
             timeout=120,
         )
         assert trained.status_code == 201, trained.text
         model_id = trained.json()["model_id"]
-        outputs = ["label", "decision"] + (
-            ["probability"] if params.get("probability", True) else []
-        )
+        outputs = ["label", "decision", "probability"]
         request = {"model": model_id, "X": X[::7].tolist(), "outputs": outputs}
         before = httpx.post(f"{url}/predict", json=request, timeout=30)
         assert before.status_code == 200, before.text
     with live_server(model_dir, tmp_path) as url:
-        assert httpx.get(f"{url}/models/{model_id}").json()["model_type"] == model_type
+        assert httpx.get(f"{url}/models/{model_id}").json()["model_type"] == MODEL_TYPE
         after = httpx.post(f"{url}/predict", json=request, timeout=30)
     assert after.status_code == 200, after.text
     assert after.json() == before.json()
