@@ -26,7 +26,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from service.errors import ApiError, ErrorBody, ErrorDetail
+from service.errors import ApiError, BadRequest, ErrorBody, ErrorDetail, InvalidInput, detail
 
 REQUEST_ID_HEADER = "X-Request-ID"
 
@@ -84,8 +84,6 @@ def _problem(error: Mapping[str, Any]) -> str:
         )
     if kind == "union_tag_not_found":
         return f"missing {ctx.get('discriminator', 'tag')}"
-    if kind == "json_invalid":
-        return "the body is not valid JSON"
     message = str(error.get("msg", "invalid value"))
     value = error.get("input")
     if isinstance(value, str | int | float) and not isinstance(value, bool):
@@ -102,24 +100,30 @@ def validation_details(errors: Sequence[Mapping[str, Any]]) -> list[ErrorDetail]
     return list(seen.values())
 
 
+def api_error_response(exc: ApiError, request_id: str) -> JSONResponse:
+    """An ``ApiError`` as the envelope: its own status, code, details and headers."""
+    return error_response(
+        exc.status_code, exc.code, exc.message, request_id, exc.details, exc.headers
+    )
+
+
 async def _api_error(request: Request, exc: Exception) -> JSONResponse:
     """``ApiError`` → its own status, code and headers."""
     assert isinstance(exc, ApiError)
-    return error_response(
-        exc.status_code, exc.code, exc.message, request_id_of(request), exc.details, exc.headers
-    )
+    return api_error_response(exc, request_id_of(request))
 
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     """FastAPI's validation errors → 422 ``INVALID_INPUT``, or 400 when the JSON is unparseable."""
     assert isinstance(exc, RequestValidationError)
     errors = list(exc.errors())
-    rid = request_id_of(request)
     if any(e.get("type") == "json_invalid" for e in errors):
-        detail = ErrorDetail(field="body", problem="the body is not valid JSON")
-        return error_response(400, "BAD_REQUEST", "request body could not be parsed", rid, [detail])
-    details = validation_details(errors)
-    return error_response(422, "INVALID_INPUT", "request fields are invalid", rid, details)
+        error: ApiError = BadRequest(
+            "request body could not be parsed", [detail("body", "the body is not valid JSON")]
+        )
+    else:
+        error = InvalidInput("request fields are invalid", validation_details(errors))
+    return api_error_response(error, request_id_of(request))
 
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
@@ -141,7 +145,7 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
 def internal_error(request_id: str) -> JSONResponse:
     """The 500 envelope: no exception text, no traceback."""
     message = "internal error; the server log has the details under this request id"
-    return error_response(500, "INTERNAL", message, request_id)
+    return api_error_response(ApiError(message), request_id)
 
 
 def install_error_handlers(app: FastAPI) -> None:

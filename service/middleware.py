@@ -18,7 +18,7 @@ from typing import Any
 from starlette.datastructures import Headers, MutableHeaders
 
 from service.auth import API_KEY_HEADER, check_api_key
-from service.error_handlers import REQUEST_ID_HEADER, error_response, internal_error
+from service.error_handlers import REQUEST_ID_HEADER, api_error_response, internal_error
 from service.errors import ApiError, PayloadTooLarge, detail
 from service.metrics import Metrics
 from service.settings import Settings
@@ -139,10 +139,7 @@ class RequestContextMiddleware:
             body = await read_capped_body(receive, self.max_body)
             await self.app(scope, replay(body, receive), send_with_id)
         except ApiError as exc:
-            response = error_response(
-                exc.status_code, exc.code, exc.message, request_id, exc.details, exc.headers
-            )
-            await response(scope, receive, send_with_id)
+            await api_error_response(exc, request_id)(scope, receive, send_with_id)
         except Exception:
             access_log.exception("unhandled error (request_id=%s)", request_id)
             if response_started:

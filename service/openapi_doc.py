@@ -47,29 +47,23 @@ _RETRY_AFTER = {
 }
 
 
+def _described(status: int) -> dict[str, Any]:
+    """The description of ``status`` and, for 429 and 503, its ``Retry-After`` header."""
+    out: dict[str, Any] = {"description": ERROR_DESCRIPTIONS.get(status, HTTPStatus(status).phrase)}
+    if status in (429, 503):
+        out["headers"] = _RETRY_AFTER
+    return out
+
+
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """The ``responses=`` dict declaring each status with the ``ErrorBody`` envelope."""
-    out: dict[int | str, dict[str, Any]] = {}
-    for status in statuses:
-        entry: dict[str, Any] = {
-            "model": ErrorBody,
-            "description": ERROR_DESCRIPTIONS.get(status, HTTPStatus(status).phrase),
-        }
-        if status in (429, 503):
-            entry["headers"] = _RETRY_AFTER
-        out[status] = entry
-    return out
+    return {status: {"model": ErrorBody, **_described(status)} for status in statuses}
 
 
 def _envelope_response(status: int) -> dict[str, Any]:
     """One response object of the document referring to the envelope."""
-    response: dict[str, Any] = {
-        "description": ERROR_DESCRIPTIONS.get(status, HTTPStatus(status).phrase),
-        "content": {"application/json": {"schema": {"$ref": ENVELOPE_REF}}},
-    }
-    if status in (429, 503):
-        response["headers"] = _RETRY_AFTER
-    return response
+    content = {"application/json": {"schema": {"$ref": ENVELOPE_REF}}}
+    return {**_described(status), "content": content}
 
 
 def _with_app_wide_statuses(doc: dict[str, Any]) -> dict[str, Any]:

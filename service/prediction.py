@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from bsvm_core.diagnostics import ess_bulk, rhat_rank
-from service.data_checks import as_matrix, check_n_features
+from service.data_checks import as_matrix, check_feature_names, check_n_features
 from service.errors import Conflict, InvalidInput, detail
 from service.posterior_plot import CoefficientTrace
 from service.settings import Settings
@@ -36,37 +36,26 @@ def reorder_columns(
     """Columns of ``X`` (named ``given``) in the model's order ``expected``; 422 when they differ."""
     if given is None or expected is None or list(given) == list(expected):
         return X
-    if len(given) != X.shape[1]:
-        raise InvalidInput(
-            "feature_names do not match X",
-            [detail("feature_names", f"has {len(given)} names for {X.shape[1]} columns")],
-        )
+    given = check_feature_names(given, X.shape[1])
     missing = sorted(set(expected) - set(given))
-    if missing or len(set(given)) != len(given):
+    if missing:
         raise InvalidInput(
             "columns do not match the model's features",
-            [detail("feature_names", f"missing {missing[:10]}" if missing else "duplicates")],
+            [detail("feature_names", f"missing {missing[:10]}")],
         )
     position = {name: j for j, name in enumerate(given)}
     return X[:, [position[name] for name in expected]]
 
 
 def _interval(estimator: Any, X: np.ndarray, level: float) -> dict[str, Any]:
-    """``predict_interval`` as ``{level, lower, upper}`` whatever shape the estimator returns."""
+    """``predict_interval``'s (lower, upper) as ``{level, lower, upper}``."""
     try:
-        result = estimator.predict_interval(X, level)
+        lower, upper = estimator.predict_interval(X, level)
     except ValueError as exc:  # e.g. EM/ECME: a mode, no posterior draws
         raise Conflict(
             f"this model cannot give intervals: {exc}",
             [detail("outputs", "interval needs posterior draws (mcmc_svm, spike_slab_svm)")],
         ) from None
-    if isinstance(result, dict):
-        lower, upper = result["lower"], result["upper"]
-    elif isinstance(result, tuple | list) and len(result) == 2:
-        lower, upper = result
-    else:
-        arr = np.asarray(result)
-        lower, upper = arr[..., 0], arr[..., 1]
     return {"level": level, "lower": _floats(lower), "upper": _floats(upper)}
 
 

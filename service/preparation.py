@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from bsvm_core.discriminant import resolve_priors
 from service.data_checks import as_labels, as_matrix, check_feature_names
 from service.errors import InvalidInput, detail
 from service.evaluation import heldout_split
@@ -42,7 +43,8 @@ def jsonable(value: Any) -> Any:
     return repr(value)
 
 
-def _check_params(params: dict[str, Any], n_classes: int, settings: Settings) -> None:
+def _check_params(params: dict[str, Any], y: np.ndarray, settings: Settings) -> None:
+    """Iteration caps of ``BSVM_MAX_ITER``, and priors by the core's own rule (one per class)."""
     for key in ITERATION_PARAMS:
         value = params.get(key)
         if value is not None and value > settings.max_iter:
@@ -50,30 +52,21 @@ def _check_params(params: dict[str, Any], n_classes: int, settings: Settings) ->
                 "parameter out of bounds",
                 [detail(f"params.{key}", f"must be at most {settings.max_iter} (BSVM_MAX_ITER)")],
             )
-    priors = params.get("priors")
-    if priors is not None:
-        if len(priors) != n_classes:
-            raise InvalidInput(
-                "priors do not match the classes",
-                [detail("params.priors", f"needs one prior per class ({n_classes})")],
-            )
-        if abs(sum(priors) - 1.0) > 1e-6:
-            raise InvalidInput("priors must sum to 1", [detail("params.priors", "must sum to 1")])
+    if params.get("priors") is not None:
+        try:
+            resolve_priors(params["priors"], np.unique(y, return_counts=True)[1])
+        except ValueError as exc:
+            raise InvalidInput("invalid priors", [detail("params.priors", str(exc))]) from None
 
 
 def prepare_task(request: Any, settings: Settings, registry: Registry) -> TrainTask:
     """Check a train request against the limits and build the worker's task (422 on problems)."""
-    spec = registry.get(request.model_type)
-    if spec is None:
-        raise InvalidInput(
-            "unknown model type",
-            [detail("model_type", f"expected one of {sorted(registry)}")],
-        )
+    spec = registry[request.model_type]  # the body's union admits registered types only
     X = as_matrix(request.X, settings)
     y = as_labels(request.y, X.shape[0], settings)
     feature_names = check_feature_names(request.feature_names, X.shape[1])
     params = request.params.model_dump()
-    _check_params(params, np.unique(y).size, settings)
+    _check_params(params, y, settings)
     seed = params.get("random_state")
     if "random_state" in params and seed is None:
         seed = params["random_state"] = secrets.randbelow(2**31)
@@ -107,15 +100,20 @@ def prepare_task(request: Any, settings: Settings, registry: Registry) -> TrainT
     return task
 
 
+def library_version(name: str) -> str | None:
+    """Installed version of distribution ``name``, or ``None``."""
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
 def library_versions() -> dict[str, str | None]:
     """Python and the libraries a stored model depends on."""
-    out: dict[str, str | None] = {"python": platform.python_version()}
-    for name in LIBRARIES:
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = None
-    return out
+    return {
+        "python": platform.python_version(),
+        **{name: library_version(name) for name in LIBRARIES},
+    }
 
 
 def build_record(task: TrainTask, result: dict[str, Any]) -> dict[str, Any]:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 import platform
-from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
@@ -12,12 +10,14 @@ from pydantic import BaseModel, Field
 
 from service import __version__
 from service.openapi_doc import error_responses
+from service.preparation import LIBRARIES as MODEL_LIBRARIES
+from service.preparation import library_version
 
 router = APIRouter(prefix="/health", tags=["operations"])
 ops_router = APIRouter(tags=["operations"])
 
 #: Distributions whose versions ``/version`` reports.
-LIBRARIES = ("bsvm", "numpy", "scipy", "scikit-learn", "joblib", "fastapi", "pydantic", "uvicorn")
+LIBRARIES = (*MODEL_LIBRARIES, "fastapi", "pydantic", "uvicorn")
 
 
 class Live(BaseModel):
@@ -42,22 +42,6 @@ class VersionInfo(BaseModel):
     libraries: dict[str, str | None]
 
 
-def store_usable(store: Any) -> bool:
-    """The store was opened and says it is usable (its folder a writable directory)."""
-    if store is None:
-        return False
-    check = getattr(store, "is_usable", None)
-    return bool(check()) if callable(check) else True
-
-
-def library_version(name: str) -> str | None:
-    """Installed version of distribution ``name``, or ``None``."""
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
 @router.get("/live", response_model=Live)
 def live() -> Live:
     """Liveness: 200 whenever the process serves requests."""
@@ -74,7 +58,7 @@ def ready(request: Request) -> JSONResponse:
     state = request.app.state
     registry = state.registry
     checks = {
-        "store": store_usable(state.store),
+        "store": state.store is not None and state.store.is_usable(),
         "registry": registry is not None,
     }
     ok = all(checks.values())
