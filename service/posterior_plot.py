@@ -1,17 +1,20 @@
 """Trace-and-density PNG of one coefficient's MCMC draws (matplotlib's object API, Agg canvas).
 
 No pyplot: every call builds its own ``Figure`` on a ``FigureCanvasAgg``, so plots can be drawn
-in parallel threads of the server's pool without touching global state.
+in parallel threads of the server's pool without touching global state. matplotlib is imported by
+the first plot, not when the app starts.
 """
 
 from __future__ import annotations
 
 import io
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 FIGSIZE = (10.0, 4.0)
 DPI = 100
@@ -89,6 +92,9 @@ def _draw_density(fig: Figure, trace: CoefficientTrace) -> None:
 
 def render_png(trace: CoefficientTrace) -> bytes:
     """Trace of every chain (left) and the pooled density with mean and interval (right), as PNG."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=FIGSIZE, dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
     try:
