@@ -6,8 +6,6 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     BSVM_MODEL_DIR=/data/models \
-    BSVM_HOST=0.0.0.0 \
-    BSVM_PORT=8000 \
     MPLCONFIGDIR=/tmp/matplotlib
 
 WORKDIR /app
@@ -29,4 +27,5 @@ EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=15s --retries=3 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/health/live', timeout=4)"]
 
+# uvicorn's own flags set the address (BSVM_HOST and BSVM_PORT are read by `python -m service` only).
 CMD ["uvicorn", "service.main:create_app", "--factory", "--host", "0.0.0.0", "--port", "8000", "--no-access-log"]

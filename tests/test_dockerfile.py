@@ -79,7 +79,7 @@ def test_dependencies_come_from_pyproject(instructions):
     assert "pyproject.toml" in copies
     assert any("pip install" in run and "[service]" in run for run in args_of(instructions, "RUN"))
     for source in ("pyproject.toml", "README.md", "bsvm_core", "service"):
-        assert (ROOT / source).exists()
+        assert source in copies.split() and (ROOT / source).exists(), source
 
 
 def test_dockerignore_keeps_the_context_small():
