@@ -52,35 +52,58 @@ def _with_intercept(est: Any, beta: np.ndarray, scale: str) -> np.ndarray:
     return np.concatenate([np.zeros((*beta.shape[:-1], 1)), beta], axis=-1)
 
 
-def summarise(est: Any, level: float, scale: str) -> list[dict[str, Any]]:
-    """Rows {name, mean, sd, lower, upper, ess, rhat[, inclusion_prob][, class]}, intercept first."""
-    from .diagnostics import ess_bulk, rhat_rank
-
+def check_scale(scale: str) -> None:
+    """Raise unless ``scale`` is one of the two scales coefficients are reported on."""
     if scale not in ("original", "standardised"):
         raise BsvmValueError(f"scale must be 'original' or 'standardised', got {scale!r}.")
+
+
+def coefficient_means(est: Any, scale: str) -> np.ndarray:
+    """(problems, 1 + d) point estimates, intercept first: the mode (EM/ECME) or posterior mean."""
+    check_scale(scale)
+    return _with_intercept(est, est.beta_std_, scale)
+
+
+def coefficient_draws(est: Any, scale: str) -> np.ndarray:
+    """(problems, chains, draws, 1 + d) posterior draws, intercept first, on ``scale``."""
+    check_scale(scale)
+    return _with_intercept(est, est.beta_draws_std_, scale)
+
+
+def draw_summary(draws: np.ndarray, level: float) -> dict[str, float | None]:
+    """sd, equal-tailed lower/upper, bulk ESS and split R-hat of one coefficient's (chains, draws).
+
+    ESS and R-hat are None when they are undefined: constant draws or fewer than 4 per chain.
+    """
+    from .diagnostics import ess_bulk, rhat_rank
+
     lo_q, hi_q = _check_level(level)
+    lower, upper = np.quantile(draws, [lo_q, hi_q])
+    defined = draws.shape[-1] >= 4 and bool(np.ptp(draws) > 0)
+    return {
+        "sd": float(draws.std(ddof=1)) if draws.size > 1 else 0.0,
+        "lower": float(lower),
+        "upper": float(upper),
+        "ess": float(ess_bulk(draws)) if defined else None,
+        "rhat": float(rhat_rank(draws)) if defined else None,
+    }
+
+
+def summarise(est: Any, level: float, scale: str) -> list[dict[str, Any]]:
+    """Rows {name, mean, sd, lower, upper, ess, rhat[, inclusion_prob][, class]}, intercept first."""
+    _check_level(level)
     names = ["intercept", *_feature_names(est)]
-    n_problems = est.beta_std_.shape[0]
-    means = _with_intercept(est, est.beta_std_, scale)
-    has_draws = hasattr(est, "beta_draws_std_")
-    draws = _with_intercept(est, est.beta_draws_std_, scale) if has_draws else None
+    means = coefficient_means(est, scale)
+    draws = coefficient_draws(est, scale) if hasattr(est, "beta_draws_std_") else None
     incl = getattr(est, "inclusion_prob_", None)
+    n_problems = means.shape[0]
     rows: list[dict[str, Any]] = []
     for p in range(n_problems):
         for j, name in enumerate(names):
             row: dict[str, Any] = {"name": name, "mean": float(means[p, j])}
             row.update(sd=None, lower=None, upper=None, ess=None, rhat=None)
             if draws is not None:
-                d = draws[p, :, :, j]
-                lower, upper = np.quantile(d, [lo_q, hi_q])
-                varies = bool(np.ptp(d) > 0)
-                row.update(
-                    sd=float(d.std(ddof=1)) if d.size > 1 else 0.0,
-                    lower=float(lower),
-                    upper=float(upper),
-                    ess=float(ess_bulk(d)) if varies else None,
-                    rhat=float(rhat_rank(d)) if varies else None,
-                )
+                row.update(draw_summary(draws[p, :, :, j], level))
             if incl is not None:
                 row["inclusion_prob"] = 1.0 if j == 0 else float(incl[p, j - 1])
             if n_problems > 1:

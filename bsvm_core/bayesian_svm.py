@@ -14,7 +14,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, check_random_state
 
 from ._validation import check_fit_data, check_predict_data, encode_labels
-from .bayesian_summary import decision_draws, summarise
+from .bayesian_summary import coefficient_draws, coefficient_means, decision_draws, summarise
 from .exceptions import BsvmValueError
 from .multiclass import binary_problems, problem_targets
 
@@ -328,12 +328,26 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
     def predict_interval(self, X: Any, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
         """Equal-tailed credible interval of x'β + b from the MCMC draws; shapes as decision_function."""
         check_is_fitted(self, "coef_")
+        self._require_draws()
+        X = check_predict_data(self, X)
+        return decision_draws(X, self.coef_draws_, self.intercept_draws_, level)
+
+    def coefficient_means(self, scale: str = "original") -> np.ndarray:
+        """(problems, 1 + d) point estimates with the intercept first, on ``scale``."""
+        check_is_fitted(self, "coef_")
+        return coefficient_means(self, scale)
+
+    def coefficient_draws(self, scale: str = "original") -> np.ndarray:
+        """(problems, chains, draws, 1 + d) posterior draws with the intercept first (MCMC only)."""
+        check_is_fitted(self, "coef_")
+        self._require_draws()
+        return coefficient_draws(self, scale)
+
+    def _require_draws(self) -> None:
         if not hasattr(self, "coef_draws_"):
             raise BsvmValueError(
                 f"method={self.method!r} gives a mode, not posterior draws; use 'mcmc' or 'spike_slab'."
             )
-        X = check_predict_data(self, X)
-        return decision_draws(X, self.coef_draws_, self.intercept_draws_, level)
 
     def posterior_summary(self, level: float = 0.95, scale: str = "original") -> list[dict]:
         """Per coefficient (and "intercept"): mean, sd, lower, upper, ess, rhat (+ inclusion_prob).

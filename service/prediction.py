@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from bsvm_core.diagnostics import ess_bulk, rhat_rank
+from bsvm_core.bayesian_summary import draw_summary
 from service.data_checks import as_matrix, check_feature_names, check_n_features
 from service.errors import Conflict, InvalidInput, detail
 from service.posterior_plot import CoefficientTrace
@@ -198,33 +198,6 @@ def _problem_index(class_label: str | None, classes: list[Any]) -> int:
     )
 
 
-def _draws_of(
-    estimator: Any, problem: int, column: int | None, scale: str
-) -> tuple[np.ndarray, float]:
-    """(chains × draws) of one coefficient of one problem on ``scale``, and its posterior mean."""
-    if scale == "standardised":
-        offset = int(estimator.fit_intercept)
-        draws = estimator.beta_draws_std_[problem]
-        if column is None and not offset:
-            return np.zeros(draws.shape[:2]), 0.0
-        k = 0 if column is None else column + offset
-        return draws[:, :, k], float(estimator.beta_std_[problem, k])
-    if column is None:
-        draws = estimator.intercept_draws_
-        draws = draws if draws.ndim == 3 else draws[:, :, None]
-        return draws[:, :, problem], float(estimator.intercept_[problem])
-    draws = estimator.coef_draws_
-    draws = draws if draws.ndim == 4 else draws[:, :, None, :]
-    return draws[:, :, problem, column], float(estimator.coef_[problem, column])
-
-
-def _diagnostics(draws: np.ndarray) -> tuple[float | None, float | None]:
-    """(rank-normalised split R-hat, bulk ESS) as the posterior route gives them; None if undefined."""
-    if draws.shape[1] < 4 or not np.ptp(draws) > 0:
-        return None, None
-    return float(rhat_rank(draws)), float(ess_bulk(draws))
-
-
 def coefficient_trace(
     store: ModelStore,
     model_id: str,
@@ -253,9 +226,10 @@ def coefficient_trace(
     column = _coefficient_column(coef, names)
     classes = record.get("classes") or estimator.classes_.tolist()
     problem = _problem_index(class_label, classes)
-    draws, mean = _draws_of(estimator, problem, column, scale)
-    lower, upper = np.quantile(draws, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
-    rhat, ess = _diagnostics(draws)
+    j = 0 if column is None else column + 1  # the core puts the intercept first
+    draws = estimator.coefficient_draws(scale)[problem, :, :, j]
+    mean = float(estimator.coefficient_means(scale)[problem, j])
+    stats = draw_summary(draws, level)
     notes = [f"{scale} scale", f"{draws.shape[0]} chains x {draws.shape[1]} draws"]
     if len(classes) > 2:
         notes.insert(0, f"class {classes[problem]} vs rest")
@@ -266,10 +240,10 @@ def coefficient_trace(
         draws=np.asarray(draws, dtype=np.float64),
         name="intercept" if column is None else names[column],
         mean=mean,
-        lower=float(lower),
-        upper=float(upper),
+        lower=stats["lower"],
+        upper=stats["upper"],
         level=level,
-        rhat=rhat,
-        ess=ess,
+        rhat=stats["rhat"],
+        ess=stats["ess"],
         subtitle=", ".join(notes),
     )

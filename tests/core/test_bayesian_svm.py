@@ -141,3 +141,20 @@ def test_too_few_draws_for_r_hat_is_named(binary_data: tuple[np.ndarray, np.ndar
     X, y = binary_data
     with pytest.raises(ValueError, match="n_draws must be an integer >= 4"):
         BayesianSVM(method="mcmc", n_draws=3, burn_in=0, n_chains=1).fit(X, y)
+
+
+def test_coefficient_draws_and_means_put_the_intercept_first(
+    binary_data: tuple[np.ndarray, np.ndarray],
+) -> None:
+    X, y = binary_data
+    est = BayesianSVM(method="mcmc", alpha=2.0, **MCMC_SMALL).fit(X, y)
+    draws = est.coefficient_draws("original")
+    assert draws.shape == (1, 2, 150, 1 + X.shape[1])
+    np.testing.assert_allclose(draws[0, ..., 0], est.intercept_draws_.reshape(2, 150))
+    np.testing.assert_allclose(draws[0, ..., 1:], est.coef_draws_.reshape(2, 150, -1))
+    means = est.coefficient_means("standardised")
+    np.testing.assert_allclose(means[0, 1:], est.coef_std_.ravel())
+    rows = est.posterior_summary(0.9)
+    assert [r["mean"] for r in rows] == pytest.approx(est.coefficient_means()[0].tolist())
+    with pytest.raises(ValueError, match="mode, not posterior draws"):
+        BayesianSVM(method="em").fit(X, y).coefficient_draws()
