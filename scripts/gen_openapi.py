@@ -2,7 +2,7 @@
 
 import sys
 
-from service.openapi_doc import main
+from service.api.document import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -11,7 +11,7 @@ def main() -> None:
     """Serve the app built by ``create_app`` (which reads the same settings and sets up logs)."""
     settings = Settings()
     uvicorn.run(
-        "service.main:create_app",
+        "service.api.app:create_app",
         factory=True,
         host=settings.host,
         port=settings.port,

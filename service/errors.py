@@ -7,10 +7,14 @@ Hierarchy::
      ├── Unauthorized            401 UNAUTHORIZED
      ├── NotFound                404 NOT_FOUND
      ├── Conflict                409 CONFLICT (the model cannot do that)
+     │    ├── TrainingCancelled  409 TRAINING_CANCELLED
+     │    └── ArtifactRefused    409 ARTIFACT_REFUSED (integrity check failed; never unpickled)
      ├── PayloadTooLarge         413 PAYLOAD_TOO_LARGE
      ├── InvalidInput            422 INVALID_INPUT (fields or data)
+     │    └── TrainingTimeout    422 TRAINING_TIMEOUT
      ├── Busy                    429 BUSY (+ Retry-After)
-     └── Unavailable             503 UNAVAILABLE (+ Retry-After)
+     ├── Unavailable             503 UNAVAILABLE (+ Retry-After)
+     └── TrainingFailed          500 TRAINING_FAILED (worker crashed; details in the log)
 """
 
 from __future__ import annotations
@@ -86,6 +90,30 @@ class Busy(ApiError):
 
 class Unavailable(ApiError):
     status_code, code = 503, "UNAVAILABLE"
+
+
+class TrainingTimeout(InvalidInput):
+    """The fit ran longer than ``train_timeout_s`` and was stopped."""
+
+    code = "TRAINING_TIMEOUT"
+
+
+class TrainingFailed(ApiError):
+    """The worker crashed or the estimator raised something other than a ValueError."""
+
+    code = "TRAINING_FAILED"
+
+
+class TrainingCancelled(Conflict):
+    """The job was cancelled (``DELETE /jobs/{id}``) before it finished."""
+
+    code = "TRAINING_CANCELLED"
+
+
+class ArtifactRefused(Conflict):
+    """A stored artifact failed its integrity check and was not loaded."""
+
+    code = "ARTIFACT_REFUSED"
 
 
 def detail(field: str, problem: str) -> ErrorDetail:

@@ -71,7 +71,7 @@ def test_healthcheck_hits_liveness(instructions):
 
 def test_uvicorn_is_the_command(instructions):
     cmd = args_of(instructions, "CMD")[-1]
-    assert cmd.startswith('["uvicorn", "service.main:create_app", "--factory"')
+    assert cmd.startswith('["uvicorn", "service.api.app:create_app", "--factory"')
 
 
 def test_dependencies_come_from_pyproject(instructions):

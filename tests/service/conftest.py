@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sklearn.datasets import load_iris
 
-from service.main import create_app
+from service.api.app import create_app
 from service.settings import Settings
 
 

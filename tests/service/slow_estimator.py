@@ -16,8 +16,8 @@ import numpy as np
 from pydantic import Field
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from service.registry import ModelSpec, Params
-from service.training import TrainTask
+from service.repository.model_types import ModelSpec, Params
+from service.training.worker import TrainTask
 
 
 class SlowParams(Params):

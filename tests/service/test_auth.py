@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from service.auth import key_is_valid, path_is_open
-from service.main import create_app
+from service.api.app import create_app
+from service.api.auth import key_is_valid, path_is_open
 from service.settings import Settings
 
 KEYS = ["alpha-key", "beta-key"]

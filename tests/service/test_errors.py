@@ -10,9 +10,9 @@ from fastapi import APIRouter, Query
 from fastapi.testclient import TestClient
 from pydantic import BaseModel, Field
 
-from service.error_handlers import field_path, validation_details
+from service.api.app import create_app
+from service.api.envelope import field_path, validation_details
 from service.errors import ApiError, Busy, Conflict, NotFound, Unavailable, detail
-from service.main import create_app
 from service.settings import Settings
 
 SECRET = "s3cr3t-value-never-echoed"

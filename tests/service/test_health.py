@@ -8,7 +8,7 @@ import platform
 from fastapi.testclient import TestClient
 
 from service import __version__
-from service.main import create_app
+from service.api.app import create_app
 from service.settings import Settings
 
 

@@ -8,8 +8,8 @@ import time
 import pytest
 from sklearn.datasets import load_breast_cancer
 
-from service.jobs import JobManager
-from service.store import ModelStore
+from service.repository.store import ModelStore
+from service.training.jobs import JobManager
 from tests.service.conftest import train_body, wait_for_job
 from tests.service.slow_estimator import slow_task
 

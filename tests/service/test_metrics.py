@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from service.main import create_app
-from service.metrics import Metrics
+from service.api.app import create_app
+from service.api.metrics import Metrics
 from service.settings import Settings
 
 

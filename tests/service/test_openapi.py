@@ -9,8 +9,9 @@ import pytest
 from fastapi.testclient import TestClient
 from openapi_spec_validator import validate
 
-from service.main import create_app
-from service.openapi_doc import DOC_PATH, current_document, error_responses
+from service.api.app import create_app
+from service.api.document import DOC_PATH, current_document
+from service.api.openapi import error_responses
 from service.settings import Settings
 
 ENVELOPE = {"$ref": "#/components/schemas/ErrorBody"}

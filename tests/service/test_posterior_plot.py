@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from PIL import Image
 from sklearn.datasets import load_breast_cancer
 
-from service.posterior_plot import CoefficientTrace, render_png
+from service.inference.plots import CoefficientTrace, render_png
 from tests.service.conftest import train_body
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

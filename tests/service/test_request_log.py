@@ -8,8 +8,8 @@ import logging
 from fastapi import APIRouter, Request
 from fastapi.testclient import TestClient
 
+from service.api.app import create_app
 from service.logs import JsonFormatter
-from service.main import create_app
 from service.settings import Settings
 
 probe = APIRouter()

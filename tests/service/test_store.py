@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 
-from service.errors import InvalidInput, NotFound
+from service.errors import ArtifactRefused, InvalidInput, NotFound
+from service.repository.store import ModelStore, is_model_id
 from service.settings import Settings
-from service.store import ArtifactRefused, ModelStore, is_model_id
 
 
 def fitted(seed: int = 0) -> LinearDiscriminantAnalysis:

@@ -6,8 +6,8 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, create_model
 
-from service.registry import Registry, build_registry
-from service.store import NAME_PATTERN
+from service.repository.model_types import Registry, build_registry
+from service.repository.store import NAME_PATTERN
 
 Matrix = list[list[float]]
 

@@ -33,10 +33,10 @@ from typing import Any
 
 import joblib
 
-from service.errors import Conflict, InvalidInput, NotFound, detail
+from service.errors import ArtifactRefused, InvalidInput, NotFound, detail
 from service.settings import Settings
 
-logger = logging.getLogger("service.store")
+logger = logging.getLogger("service.repository.store")
 
 MODEL_ID_PATTERN = r"^m_[0-9a-f]{32}$"
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -48,12 +48,6 @@ NAMES = "names.json"
 _ID_RE = re.compile(MODEL_ID_PATTERN)
 _NAME_RE = re.compile(NAME_PATTERN)
 _ALIAS_RE = re.compile(ALIAS_PATTERN)
-
-
-class ArtifactRefused(Conflict):
-    """A stored artifact failed its integrity check and was not loaded."""
-
-    code = "ARTIFACT_REFUSED"
 
 
 def is_model_id(value: str) -> bool:

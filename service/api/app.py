@@ -9,17 +9,17 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI
 
 from service import __version__
-from service.auth import require_api_key
-from service.docs_ui import install_docs
-from service.error_handlers import install_error_handlers
-from service.jobs import JobManager
+from service.api.auth import require_api_key
+from service.api.docs import install_docs
+from service.api.envelope import install_error_handlers
+from service.api.metrics import Metrics
+from service.api.middleware import RequestContextMiddleware
+from service.api.routes import health, jobs, models, predict, train
 from service.logs import configure_logging
-from service.metrics import Metrics
-from service.middleware import RequestContextMiddleware
-from service.registry import build_registry
-from service.routes import health, jobs, models, predict, train
+from service.repository.model_types import build_registry
+from service.repository.store import ModelStore
 from service.settings import Settings
-from service.store import ModelStore
+from service.training.jobs import JobManager
 
 logger = logging.getLogger("service")
 

@@ -9,9 +9,9 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from service import __version__
-from service.openapi_doc import error_responses
-from service.preparation import LIBRARIES as MODEL_LIBRARIES
-from service.preparation import library_version
+from service.api.openapi import error_responses
+from service.training.tasks import LIBRARIES as MODEL_LIBRARIES
+from service.training.tasks import library_version
 
 router = APIRouter(prefix="/health", tags=["operations"])
 ops_router = APIRouter(tags=["operations"])

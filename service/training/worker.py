@@ -23,13 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from service.evaluation import classification_metrics
-from service.registry import ModelSpec
+from service.repository.model_types import ModelSpec
+from service.training.evaluation import classification_metrics
 
-logger = logging.getLogger("service.training")
+logger = logging.getLogger("service.training.worker")
 
 PRELOAD = [
-    "service.training",
+    "service.training.worker",
     "bsvm_core",
     "bsvm_core.lda",
     "bsvm_core.qda",

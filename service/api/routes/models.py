@@ -6,12 +6,12 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query, Request, Response
 
-from service import prediction
-from service.deps import StoreDep
-from service.openapi_doc import error_responses
-from service.posterior_plot import render_png
-from service.schemas.models import AliasUpdate, ModelList, ModelRecord, Posterior
-from service.store import ALIAS_PATTERN, MODEL_ID_PATTERN, NAME_PATTERN
+from service.api.deps import StoreDep
+from service.api.openapi import error_responses
+from service.api.schemas.models import AliasUpdate, ModelList, ModelRecord, Posterior
+from service.inference import predict as prediction
+from service.inference.plots import render_png
+from service.repository.store import ALIAS_PATTERN, MODEL_ID_PATTERN, NAME_PATTERN
 
 router = APIRouter(prefix="/models", tags=["models"])
 

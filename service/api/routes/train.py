@@ -7,13 +7,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Request
 from fastapi.responses import JSONResponse
 
-from service.csv_input import CsvRoute, csv_openapi
-from service.deps import JobsDep, RegistryDep, SettingsDep
-from service.openapi_doc import error_responses
-from service.preparation import prepare_task
-from service.schemas.jobs import Job
-from service.schemas.models import ModelRecord
-from service.schemas.train import TrainRequest
+from service.api.csv_bodies import CsvRoute, csv_openapi
+from service.api.deps import JobsDep, RegistryDep, SettingsDep
+from service.api.openapi import error_responses
+from service.api.schemas.jobs import JobView
+from service.api.schemas.models import ModelRecord
+from service.api.schemas.train import TrainRequest
+from service.training.tasks import prepare_task
 
 router = APIRouter(tags=["train"], route_class=CsvRoute)
 
@@ -30,7 +30,7 @@ CSV_QUERY = {
     "background": "true to answer 202 with a job",
 }
 ACCEPTED = {
-    "model": Job,
+    "model": JobView,
     "description": "Training started in the background; poll the job at Location.",
     "headers": {"Location": {"description": "/jobs/{job_id}", "schema": {"type": "string"}}},
 }
@@ -60,7 +60,7 @@ def train(
     job = jobs.submit(prepare_task(body, settings, registry))
     if wants_async(body, prefer):
         return JSONResponse(
-            Job(**job.view()).model_dump(),
+            JobView(**job.view()).model_dump(),
             status_code=202,
             headers={"Location": f"/jobs/{job.job_id}"},
         )

@@ -1,9 +1,6 @@
 """The OpenAPI document: error responses for routes, app-wide statuses, and the committed file.
 
-Regenerate ``openapi/openapi.json`` after changing a route or a schema::
-
-    .venv/bin/python scripts/gen_openapi.py          # write it
-    .venv/bin/python scripts/gen_openapi.py --check  # exit 1 when it is out of date
+The committed file is written by ``service.api.document`` (``scripts/gen_openapi.py``).
 
 Routes declare their own error statuses with ``responses=error_responses(404, 409, 422)``; the
 statuses every route can give (401 when keys are set, 400 for an unparseable body, 413 from the
@@ -12,11 +9,8 @@ body cap, 500) are added to every operation here, and FastAPI's own 422 schema i
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from http import HTTPStatus
-from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
@@ -24,7 +18,6 @@ from fastapi.openapi.utils import get_openapi
 
 from service.errors import ErrorBody
 
-DOC_PATH = Path(__file__).resolve().parent.parent / "openapi" / "openapi.json"
 ENVELOPE_REF = "#/components/schemas/ErrorBody"
 _FASTAPI_422 = "#/components/schemas/HTTPValidationError"
 
@@ -104,34 +97,3 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
 def install_openapi(app: FastAPI) -> None:
     """Make ``app.openapi()`` return the post-processed document."""
     app.openapi = lambda: build_openapi(app)  # type: ignore[method-assign]
-
-
-def render(doc: dict[str, Any]) -> str:
-    """The document as the committed file holds it: sorted keys, two-space indent."""
-    return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-
-
-def current_document() -> str:
-    """The document of an app built on default settings (environment ignored)."""
-    from service.main import create_app
-    from service.settings import Settings
-
-    return render(create_app(Settings.model_construct()).openapi())
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Write ``openapi/openapi.json``, or with ``--check`` report whether it is current."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail if the file is out of date")
-    parser.add_argument("--output", type=Path, default=DOC_PATH)
-    args = parser.parse_args(argv)
-    text = current_document()
-    if args.check:
-        current = args.output.read_text() if args.output.exists() else ""
-        if current != text:
-            sys.stderr.write(f"{args.output} is out of date; run scripts/gen_openapi.py\n")
-            return 1
-        return 0
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(text)
-    return 0

@@ -28,7 +28,7 @@ from prometheus_client import (
     generate_latest,
 )
 
-from service.openapi_doc import error_responses
+from service.api.openapi import error_responses
 
 REQUEST_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 TRAINING_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600, 1800)

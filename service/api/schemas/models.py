@@ -43,7 +43,7 @@ class HeldoutMetrics(MetricSet):
     random_state: int | None
 
 
-class Metrics(BaseModel):
+class ModelMetrics(BaseModel):
     """Training-set metrics and, when ``evaluation`` was requested, held-out metrics."""
 
     train: MetricSet
@@ -65,7 +65,7 @@ class ModelRecord(BaseModel):
     n_features: int
     feature_names: list[str] | None = None
     training: TrainingInfo
-    metrics: Metrics
+    metrics: ModelMetrics
     created_at: str = Field(description="UTC time of storage, ISO 8601.")
     random_state: int | None = Field(None, description="Seed the fit used.")
     artifact_sha256: str = Field(description="Hex digest of the artifact (see artifact_digest).")

@@ -19,7 +19,7 @@ class JobError(BaseModel):
     details: list[ErrorDetail] = Field(default_factory=list)
 
 
-class Job(BaseModel):
+class JobView(BaseModel):
     """A background training."""
 
     model_config = ConfigDict(protected_namespaces=())

@@ -7,10 +7,10 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from service.errors import Unavailable
-from service.jobs import JobManager
-from service.registry import Registry
+from service.repository.model_types import Registry
+from service.repository.store import ModelStore
 from service.settings import Settings
-from service.store import ModelStore
+from service.training.jobs import JobManager
 
 NOT_READY = {"Retry-After": "5"}
 

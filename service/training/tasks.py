@@ -19,10 +19,10 @@ import numpy as np
 from bsvm_core.discriminant import resolve_priors
 from service.data_checks import as_labels, as_matrix, check_feature_names
 from service.errors import InvalidInput, detail
-from service.evaluation import heldout_split
-from service.registry import Registry
+from service.repository.model_types import Registry
 from service.settings import Settings
-from service.training import TrainTask
+from service.training.evaluation import heldout_split
+from service.training.worker import TrainTask
 
 LIBRARIES = ("bsvm", "numpy", "scipy", "scikit-learn", "joblib")
 ITERATION_PARAMS = ("max_iter", "n_draws", "burn_in")

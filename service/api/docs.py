@@ -10,8 +10,8 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
-from service.auth import require_api_key
-from service.openapi_doc import build_openapi, install_openapi
+from service.api.auth import require_api_key
+from service.api.openapi import build_openapi, install_openapi
 
 #: swagger-ui-dist files shipped inside the ``swagger-ui-py`` wheel (Swagger UI 5, OpenAPI 3.1).
 ASSETS_DIR = Path(swagger_ui.__file__).resolve().parent / "static"

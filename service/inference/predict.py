@@ -11,9 +11,9 @@ import numpy as np
 from bsvm_core.bayesian_summary import draw_summary
 from service.data_checks import as_matrix, check_feature_names, check_n_features
 from service.errors import Conflict, InvalidInput, detail
-from service.posterior_plot import CoefficientTrace
+from service.inference.plots import CoefficientTrace
+from service.repository.store import ModelStore
 from service.settings import Settings
-from service.store import ModelStore
 
 FLOAT_MAX = float(np.finfo(np.float64).max)
 

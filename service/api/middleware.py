@@ -17,10 +17,10 @@ from typing import Any
 
 from starlette.datastructures import Headers, MutableHeaders
 
-from service.auth import API_KEY_HEADER, check_api_key
-from service.error_handlers import REQUEST_ID_HEADER, api_error_response, internal_error
+from service.api.auth import API_KEY_HEADER, check_api_key
+from service.api.envelope import REQUEST_ID_HEADER, api_error_response, internal_error
+from service.api.metrics import Metrics
 from service.errors import ApiError, PayloadTooLarge, detail
-from service.metrics import Metrics
 from service.settings import Settings
 
 Scope = MutableMapping[str, Any]

@@ -6,11 +6,11 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from service import prediction
-from service.csv_input import CsvRoute, csv_openapi
-from service.deps import SettingsDep, StoreDep
-from service.openapi_doc import error_responses
-from service.schemas.predict import PredictRequest, PredictResponse
+from service.api.csv_bodies import CsvRoute, csv_openapi
+from service.api.deps import SettingsDep, StoreDep
+from service.api.openapi import error_responses
+from service.api.schemas.predict import PredictRequest, PredictResponse
+from service.inference import predict as prediction
 
 router = APIRouter(tags=["predict"], route_class=CsvRoute)
 

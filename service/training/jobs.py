@@ -17,13 +17,22 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from service.errors import ApiError, Busy, Conflict, InvalidInput, NotFound, detail
-from service.preparation import build_record
+from service.errors import (
+    ApiError,
+    Busy,
+    InvalidInput,
+    NotFound,
+    TrainingCancelled,
+    TrainingFailed,
+    TrainingTimeout,
+    detail,
+)
+from service.repository.store import ModelStore
 from service.settings import Settings
-from service.store import ModelStore
-from service.training import Outcome, TrainTask, run_in_process, warm_up
+from service.training.tasks import build_record
+from service.training.worker import Outcome, TrainTask, run_in_process, warm_up
 
-logger = logging.getLogger("service.jobs")
+logger = logging.getLogger("service.training.jobs")
 
 JOB_ID_PATTERN = r"^j_[0-9a-f]{32}$"
 _JOB_ID_RE = re.compile(JOB_ID_PATTERN)
@@ -33,24 +42,6 @@ RETRY_AFTER_S = 5
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
-
-
-class TrainingTimeout(InvalidInput):
-    """The fit ran longer than ``train_timeout_s`` and was stopped."""
-
-    code = "TRAINING_TIMEOUT"
-
-
-class TrainingFailed(ApiError):
-    """The worker crashed or the estimator raised something other than a ValueError."""
-
-    code = "TRAINING_FAILED"
-
-
-class TrainingCancelled(Conflict):
-    """The job was cancelled (``DELETE /jobs/{id}``) before it finished."""
-
-    code = "TRAINING_CANCELLED"
 
 
 @dataclass
