@@ -1,0 +1,281 @@
+"""Model artifacts (the joblib bytes) on a local folder or an S3 bucket, through fsspec.
+
+Layout, the same as the model folders of the single-node store, so existing folders need no
+copying::
+
+    <root>/m_<32 hex>/model.joblib
+
+``root`` comes from a URL: ``file:///abs/path`` (a local or shared volume) or
+``s3://bucket/prefix`` (s3fs; ``endpoint_url`` for MinIO or moto; credentials from the usual
+``AWS_*`` environment variables). Artifacts are write-once under their model id:
+
+* file: the bytes go to ``.tmp-<hex>`` in the model's folder, are fsynced, and are hard-linked to
+  ``model.joblib`` (a rename that refuses to replace; a plain rename where links are not
+  supported), then the folder is fsynced. A crash leaves at most a temporary file.
+* s3: one PUT with ``If-None-Match: *`` (atomic, exclusive object creation; needs an S3 that
+  honours conditional writes: AWS, moto, recent MinIO). Objects over 100 MB go multipart,
+  completed under the same condition.
+
+The registry row and the artifact are two stores, so a replica saves the artifact first and
+commits the row after, and deletes the row first and the artifact after; a crash in between
+leaves an artifact without a row, which :meth:`ArtifactStore.sweep` removes once it is older than
+a grace period longer than any save in flight.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import fsspec
+
+logger = logging.getLogger("service.repository.artifacts")
+
+ARTIFACT = "model.joblib"
+TMP_PREFIX = ".tmp-"
+#: A folder still holding this file belongs to the pre-database layout; the sweep leaves it alone.
+LEGACY_RECORD = "record.json"
+_ID_RE = re.compile(r"^m_[0-9a-f]{32}$")
+_ROW_BATCH = 500
+
+HasRows = Callable[[list[str]], set[str]]
+
+
+class ArtifactExists(FileExistsError):
+    """An artifact is already stored under this model id (artifacts are write-once)."""
+
+
+def check_model_id(model_id: str) -> str:
+    """Return ``model_id`` or raise ValueError unless it is ``m_`` and 32 lowercase hex digits."""
+    if not isinstance(model_id, str) or not _ID_RE.fullmatch(model_id):
+        raise ValueError(f"not a model id: {model_id!r}")
+    return model_id
+
+
+def local_url(path: Path | str) -> str:
+    """The ``file://`` URL of a local folder (absolute, not percent-encoded, as fsspec wants)."""
+    return "file://" + str(Path(path).resolve())
+
+
+def fsync_dir(path: str) -> None:
+    """Flush a directory entry (a new name) to disk where the OS allows it."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _mtime(info: dict[str, Any]) -> float | None:
+    """Modification time (epoch seconds) from an fsspec info dict; None when it has none."""
+    value = info.get("mtime", info.get("LastModified"))
+    if isinstance(value, datetime):
+        return value.timestamp()
+    if isinstance(value, int | float):
+        return float(value)
+    return None
+
+
+class ArtifactStore:
+    """Write-once model artifacts under ``<root>/<model_id>/model.joblib`` on file:// or s3://.
+
+    Parameters
+    ----------
+    url : str
+        ``file:///abs/path`` or ``s3://bucket/prefix``.
+    endpoint_url : str or None
+        S3 endpoint (MinIO, moto); None for AWS. Ignored for file://.
+    """
+
+    def __init__(self, url: str, *, endpoint_url: str | None = None) -> None:
+        protocol, _, rest = url.partition("://")
+        if protocol == "file":
+            if not rest.startswith("/"):
+                raise ValueError(f"file URL must hold an absolute path: {url!r}")
+            self.fs = fsspec.filesystem("file")
+            self.root = os.path.normpath(rest)
+            self.local = True
+            os.makedirs(self.root, exist_ok=True)
+        elif protocol == "s3":
+            self.root = rest.strip("/")
+            if not self.root:
+                raise ValueError(f"s3 URL must name a bucket: {url!r}")
+            self.fs = fsspec.filesystem(
+                "s3",
+                endpoint_url=endpoint_url,
+                use_listings_cache=False,  # other replicas write too: never trust a listing
+                skip_instance_cache=True,
+                config_kwargs={
+                    "connect_timeout": 5,
+                    "read_timeout": 60,
+                    "retries": {"max_attempts": 3},
+                },
+            )
+            self.local = False
+        else:
+            raise ValueError(f"artifact URL must be file:// or s3://, not {url!r}")
+        self.url = url
+
+    # -- keys ----------------------------------------------------------------------------------
+    def _folder(self, model_id: str) -> str:
+        """The folder (prefix) of ``model_id``; only well-formed ids, so never outside the root."""
+        return f"{self.root}/{check_model_id(model_id)}"
+
+    def _path(self, model_id: str) -> str:
+        """The artifact key of ``model_id``."""
+        return f"{self._folder(model_id)}/{ARTIFACT}"
+
+    # -- reads ---------------------------------------------------------------------------------
+    def get(self, model_id: str) -> bytes:
+        """The artifact bytes of ``model_id``; FileNotFoundError when absent."""
+        return self.fs.cat_file(self._path(model_id))
+
+    def exists(self, model_id: str) -> bool:
+        """True when an artifact is stored under ``model_id``."""
+        return bool(self.fs.isfile(self._path(model_id)))
+
+    def size(self, model_id: str) -> int:
+        """Byte length of the artifact of ``model_id``; FileNotFoundError when absent."""
+        return int(self.fs.size(self._path(model_id)))
+
+    def is_usable(self) -> bool:
+        """True when the root is reachable and writable (for s3: the bucket exists)."""
+        if self.local:
+            return os.path.isdir(self.root) and os.access(self.root, os.W_OK | os.X_OK)
+        bucket = self.root.split("/", 1)[0]
+        try:
+            return bool(self.fs.exists(bucket))
+        except Exception:  # any network or auth failure means "not usable", never a crash
+            logger.warning("artifact bucket %s is not reachable", bucket, exc_info=True)
+            return False
+
+    # -- writes --------------------------------------------------------------------------------
+    def put(self, model_id: str, data: bytes) -> None:
+        """Store ``data`` under ``model_id`` atomically; ArtifactExists if it is already stored."""
+        path = self._path(model_id)
+        if self.exists(model_id):
+            raise ArtifactExists(f"artifact of {model_id} already stored")
+        if not self.local:
+            try:
+                self.fs.pipe_file(path, data, mode="create")
+            except FileExistsError as exc:
+                raise ArtifactExists(f"artifact of {model_id} already stored") from exc
+            return
+        self._put_local(model_id, path, data)
+
+    def _put_local(self, model_id: str, path: str, data: bytes) -> None:
+        """Temporary file, fsync, no-replace rename (hard link) into place, fsync the folder."""
+        folder = self._folder(model_id)
+        try:
+            os.mkdir(folder)
+            fsync_dir(self.root)
+        except FileExistsError:
+            pass
+        tmp = f"{folder}/{TMP_PREFIX}{uuid.uuid4().hex}"
+        try:
+            with open(tmp, "xb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            try:
+                os.link(tmp, path)
+            except FileExistsError as exc:
+                raise ArtifactExists(f"artifact of {model_id} already stored") from exc
+            except OSError:  # a filesystem without hard links: check, then a plain rename
+                if os.path.exists(path):
+                    raise ArtifactExists(f"artifact of {model_id} already stored") from None
+                os.replace(tmp, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        fsync_dir(folder)
+
+    def delete(self, model_id: str) -> None:
+        """Remove the artifact (and the folder) of ``model_id``; nothing happens when absent."""
+        folder = self._folder(model_id)
+        targets = [(self._path(model_id), False)] if self.local else []
+        for target, recursive in [*targets, (folder, True)]:  # local: the artifact goes first
+            with contextlib.suppress(FileNotFoundError):
+                self.fs.rm(target, recursive=recursive)
+        if self.local:
+            fsync_dir(self.root)
+
+    # -- crash leftovers -----------------------------------------------------------------------
+    def sweep(self, has_rows: HasRows, grace_s: float, *, now: float | None = None) -> list[str]:
+        """Remove temporary files and row-less artifacts older than ``grace_s``; return their paths.
+
+        ``has_rows(ids)`` answers which of ``ids`` have a registry row. Only files at
+        ``<root>/<model id>/`` are considered; anything else under the root is left alone, and
+        so is a folder that still holds a legacy ``record.json``. ``now`` (epoch seconds)
+        defaults to the current time.
+        """
+        now = time.time() if now is None else now
+        folders: dict[str, dict[str, dict[str, Any]]] = {}
+        for full, info in self._walk():
+            if not full.startswith(self.root + "/"):
+                continue
+            rel = full[len(self.root) + 1 :].split("/")
+            if len(rel) == 2 and _ID_RE.fullmatch(rel[0]):
+                folders.setdefault(rel[0], {})[rel[1]] = info
+
+        def old(info: dict[str, Any]) -> bool:
+            mtime = _mtime(info)
+            return mtime is not None and now - mtime > grace_s
+
+        removed: list[str] = []
+        candidates: list[str] = []
+        for model_id, files in folders.items():
+            if LEGACY_RECORD in files:
+                continue
+            for name, info in files.items():
+                if name.startswith(TMP_PREFIX) and old(info):
+                    removed += self._remove(f"{self._folder(model_id)}/{name}")
+            if ARTIFACT in files and old(files[ARTIFACT]):
+                candidates.append(model_id)
+        with_rows: set[str] = set()
+        for start in range(0, len(candidates), _ROW_BATCH):
+            with_rows |= set(has_rows(candidates[start : start + _ROW_BATCH]))
+        for model_id in candidates:
+            if model_id not in with_rows:
+                removed += self._remove(self._path(model_id))
+        self._drop_empty_folders({p.rsplit("/", 1)[0] for p in removed})
+        for path in removed:
+            logger.warning("sweep removed crash leftover %s", path, extra={"path": path})
+        return removed
+
+    def _walk(self) -> Iterable[tuple[str, dict[str, Any]]]:
+        """(path, info) of every file under the root; [] when the root does not exist yet."""
+        try:
+            found = self.fs.find(self.root, withdirs=False, detail=True)
+        except FileNotFoundError:
+            return []
+        return [(path.rstrip("/"), info) for path, info in found.items()]
+
+    def _remove(self, path: str) -> list[str]:
+        """Delete one file; ``[path]`` when it was removed, ``[]`` when it was already gone."""
+        try:
+            self.fs.rm_file(path)
+        except FileNotFoundError:
+            return []
+        return [path]
+
+    def _drop_empty_folders(self, folders: Iterable[str]) -> None:
+        """Remove the given local folders when empty (s3 has no folders to remove)."""
+        if not self.local:
+            return
+        for folder in folders:
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
