@@ -1,0 +1,80 @@
+"""A thread-safe LRU of loaded estimators, bounded in bytes.
+
+Each entry's size is its artifact's byte length (known from the record), a good proxy of the
+unpickled size. Artifacts are write-once under their id, so an entry never goes stale; a deleted
+model is dropped with :meth:`ModelCache.discard`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+
+class ModelCache:
+    """Least-recently-used estimators whose sizes add up to at most ``max_bytes``."""
+
+    def __init__(self, max_bytes: int) -> None:
+        if max_bytes < 0:
+            raise ValueError("max_bytes must be >= 0")
+        self.max_bytes = int(max_bytes)
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[str, tuple[Any, int]] = OrderedDict()
+        self._bytes = 0
+
+    def get(self, model_id: str) -> Any | None:
+        """The cached estimator of ``model_id`` (now most recently used), or None."""
+        with self._lock:
+            entry = self._entries.get(model_id)
+            if entry is None:
+                return None
+            self._entries.move_to_end(model_id)
+            return entry[0]
+
+    def put(self, model_id: str, estimator: Any, nbytes: int) -> bool:
+        """Keep ``estimator`` as ``nbytes`` large, evicting the oldest; False when it cannot fit."""
+        if nbytes < 0:
+            raise ValueError("nbytes must be >= 0")
+        with self._lock:
+            self._pop(model_id)
+            if nbytes > self.max_bytes:
+                return False
+            self._entries[model_id] = (estimator, nbytes)
+            self._bytes += nbytes
+            while self._bytes > self.max_bytes:
+                oldest = next(iter(self._entries))
+                self._pop(oldest)
+            return True
+
+    def discard(self, model_id: str) -> None:
+        """Forget ``model_id`` if it is cached."""
+        with self._lock:
+            self._pop(model_id)
+
+    def clear(self) -> None:
+        """Forget every entry."""
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+    def _pop(self, model_id: str) -> None:
+        """Remove one entry and its bytes; the caller holds the lock."""
+        entry = self._entries.pop(model_id, None)
+        if entry is not None:
+            self._bytes -= entry[1]
+
+    def __contains__(self, model_id: object) -> bool:
+        """True when ``model_id`` is cached (does not touch its recency)."""
+        with self._lock:
+            return model_id in self._entries
+
+    @property
+    def bytes_used(self) -> int:
+        """Sum of the sizes of the cached entries."""
+        return self._bytes
+
+    @property
+    def count(self) -> int:
+        """Number of cached entries."""
+        return len(self._entries)
