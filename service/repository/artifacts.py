@@ -13,8 +13,8 @@ copying::
   ``model.joblib`` (a rename that refuses to replace; a plain rename where links are not
   supported), then the folder is fsynced. A crash leaves at most a temporary file.
 * s3: one PUT with ``If-None-Match: *`` (atomic, exclusive object creation; needs an S3 that
-  honours conditional writes: AWS, moto, recent MinIO). Objects over 100 MB go multipart,
-  completed under the same condition.
+  honours conditional writes: AWS, moto, recent MinIO; s3fs >= 2025.7). Objects over 100 MB
+  go multipart, completed under the same condition.
 
 The registry row and the artifact are two stores, so a replica saves the artifact first and
 commits the row after, and deletes the row first and the artifact after; a crash in between
@@ -166,19 +166,19 @@ class ArtifactStore:
     def put(self, model_id: str, data: bytes) -> None:
         """Store ``data`` under ``model_id`` atomically; ArtifactExists if it is already stored."""
         path = self._path(model_id)
-        if self.exists(model_id):
-            raise ArtifactExists(f"artifact of {model_id} already stored")
-        if not self.local:
-            try:
-                self.fs.pipe_file(path, data, mode="create")
-            except FileExistsError as exc:
-                raise ArtifactExists(f"artifact of {model_id} already stored") from exc
+        if self.local:
+            self._put_local(model_id, path, data)
             return
-        self._put_local(model_id, path, data)
+        try:
+            self.fs.pipe_file(path, data, mode="create")  # the PUT carries If-None-Match: *
+        except FileExistsError as exc:
+            raise ArtifactExists(f"artifact of {model_id} already stored") from exc
 
     def _put_local(self, model_id: str, path: str, data: bytes) -> None:
         """Temporary file, fsync, no-replace rename (hard link) into place, fsync the folder."""
         folder = self._folder(model_id)
+        if os.path.exists(path):
+            raise ArtifactExists(f"artifact of {model_id} already stored")
         try:
             os.mkdir(folder)
             fsync_dir(self.root)

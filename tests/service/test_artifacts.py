@@ -246,7 +246,7 @@ def test_local_put_without_hard_links_still_refuses_overwrite(
     store.put(model_id, b"data")
     assert store.get(model_id) == b"data"
     with pytest.raises(ArtifactExists):
-        store._put_local(model_id, store._path(model_id), b"other")
+        store.put(model_id, b"other")
     assert store.get(model_id) == b"data"
     assert os.listdir(tmp_path / model_id) == [ARTIFACT]
 
