@@ -14,8 +14,27 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="BSVM_", extra="ignore")
 
-    model_dir: Path = Field(
-        Path("./var/models"), description="Folder holding one folder per model."
+    data_dir: Path = Field(
+        Path("./var"),
+        description="Embedded defaults live here: registry.db (SQLite) and models/ (artifacts).",
+    )
+    model_dir: Path | None = Field(
+        None,
+        description="Folder of file artifacts (one folder per model); default <data_dir>/models. "
+        "A folder in the pre-database layout (record.json, names.json) is imported on first start.",
+    )
+    database_url: str | None = Field(
+        None,
+        description="SQLAlchemy URL of the registry; default sqlite:///<data_dir>/registry.db. "
+        "postgresql+psycopg://user:pw@host/db when several hosts share it.",
+    )
+    artifact_url: str | None = Field(
+        None,
+        description="fsspec URL of the artifact store: file:///path (default file://<model_dir>) "
+        "or s3://bucket/prefix (extra [s3]).",
+    )
+    s3_endpoint_url: str | None = Field(
+        None, description="Endpoint of an S3-compatible store (MinIO, ...); AWS when unset."
     )
     api_keys: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="Comma-separated API keys; empty means open."
@@ -29,16 +48,60 @@ class Settings(BaseSettings):
     max_classes: int = Field(100, ge=2, description="Most distinct classes in one training set.")
     max_iter: int = Field(10_000_000, ge=1, description="Cap on any solver iteration parameter.")
     train_timeout_s: float = Field(600.0, gt=0, description="A training job is stopped after this.")
-    train_concurrency: int = Field(2, ge=1, description="Trainings running at once; more get 429.")
-    model_cache_size: int = Field(16, ge=1, description="Fitted models kept loaded (LRU).")
+    train_concurrency: int = Field(
+        2, ge=1, description="Trainings running at once in this process; more wait in the queue."
+    )
+    max_queued: int = Field(
+        16, ge=0, description="Trainings waiting in the shared queue; a full queue answers 429."
+    )
+    job_lease_s: float = Field(
+        30.0,
+        ge=2.0,
+        description="A running job's owner renews its lease this often (/5); a job whose lease "
+        "expired (its process died) is queued again once, then failed.",
+    )
+    sweep_grace_s: float = Field(
+        3600.0,
+        ge=0.0,
+        description="Debris of a crashed save (temporary files, artifacts without a row) older "
+        "than this is removed at start; longer than any save in flight on another replica.",
+    )
+    model_cache_mb: float = Field(
+        1024.0, gt=0, description="Fitted models kept loaded (LRU), bounded by artifact bytes."
+    )
     job_ttl_s: float = Field(3600.0, gt=0, description="Finished jobs are forgotten after this.")
     host: str = Field("127.0.0.1", description="Interface uvicorn binds to.")
     port: int = Field(8000, ge=1, le=65535, description="Port uvicorn listens on.")
     log_level: str = Field("info", description="Python logging level name.")
+    workers: int = Field(
+        1, ge=1, le=64, description="Server processes started by python -m service."
+    )
+    dask_scheduler: str | None = Field(
+        None, description="tcp://host:8786 runs fits on that Dask cluster (extra [dask])."
+    )
     public_docs: bool = Field(
         True,
         description="Serve /docs and /openapi.json without an API key (they hold no data).",
     )
+
+    @property
+    def models_path(self) -> Path:
+        """Folder of file artifacts (and of a pre-database model folder to import)."""
+        return self.model_dir if self.model_dir is not None else self.data_dir / "models"
+
+    @property
+    def registry_url(self) -> str:
+        """The registry's SQLAlchemy URL, the embedded SQLite file by default."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.data_dir / 'registry.db').resolve()}"
+
+    @property
+    def artifacts_url(self) -> str:
+        """The artifact store's fsspec URL, a local folder by default."""
+        if self.artifact_url:
+            return self.artifact_url
+        return f"file://{self.models_path.resolve()}"
 
     @field_validator("api_keys", mode="before")
     @classmethod

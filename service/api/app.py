@@ -17,9 +17,10 @@ from service.api.middleware import RequestContextMiddleware
 from service.api.routes import health, jobs, models, predict, train
 from service.logs import configure_logging
 from service.repository.model_types import build_registry
-from service.repository.store import ModelStore
+from service.repository.opening import open_store
 from service.settings import Settings
-from service.training.jobs import JobManager
+from service.training.executors import make_executor
+from service.training.queue import JobQueue
 
 logger = logging.getLogger("service")
 
@@ -35,21 +36,35 @@ DESCRIPTION = (
 
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """Open the store and the job manager; shut the jobs down on exit."""
+    """Open the repository and start the job queue; stop this process's jobs on exit."""
     settings: Settings = app.state.settings
     try:
-        app.state.store = ModelStore(settings)
-    except OSError:
-        logger.exception("model store at %s is not usable", settings.model_dir)
+        app.state.store = open_store(settings)
+    except Exception:
+        logger.exception(
+            "the model repository (%s, %s) is not usable",
+            settings.registry_url.split("@")[-1],
+            settings.artifacts_url,
+        )
     store = app.state.store
     if store is not None:
         app.state.metrics.watch_store(store)
-        app.state.jobs = JobManager(settings, store, metrics=app.state.metrics)
+        app.state.jobs = JobQueue(
+            settings,
+            store.db,
+            store,
+            make_executor(settings),
+            app.state.registry,
+            metrics=app.state.metrics,
+        ).start()
     try:
         yield
     finally:
         if app.state.jobs is not None:
             app.state.jobs.shutdown()
+            app.state.jobs.executor.close()
+        if store is not None:
+            store.db.dispose()
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

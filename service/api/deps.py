@@ -10,7 +10,7 @@ from service.errors import Unavailable
 from service.repository.model_types import Registry
 from service.repository.store import ModelStore
 from service.settings import Settings
-from service.training.jobs import JobManager
+from service.training.queue import JobQueue
 
 NOT_READY = {"Retry-After": "5"}
 
@@ -28,11 +28,13 @@ def get_store(request: Request) -> ModelStore:
     return store
 
 
-def get_jobs(request: Request) -> JobManager:
+def get_jobs(request: Request) -> JobQueue:
     """The job manager (503 until it exists)."""
     jobs = getattr(request.app.state, "jobs", None)
     if jobs is None:
-        raise Unavailable("training is not available: the model store is not", headers=NOT_READY)
+        raise Unavailable(
+            "training is not available: the model store is not usable yet", headers=NOT_READY
+        )
     return jobs
 
 
@@ -46,5 +48,5 @@ def get_registry(request: Request) -> Registry:
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 StoreDep = Annotated[ModelStore, Depends(get_store)]
-JobsDep = Annotated[JobManager, Depends(get_jobs)]
+JobsDep = Annotated[JobQueue, Depends(get_jobs)]
 RegistryDep = Annotated[Registry, Depends(get_registry)]

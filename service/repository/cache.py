@@ -40,11 +40,10 @@ class ModelCache:
             self._pop(model_id)
             if nbytes > self.max_bytes:
                 return False
+            while self._bytes + nbytes > self.max_bytes:  # evict first: the sum never overshoots
+                self._pop(next(iter(self._entries)))
             self._entries[model_id] = (estimator, nbytes)
             self._bytes += nbytes
-            while self._bytes > self.max_bytes:
-                oldest = next(iter(self._entries))
-                self._pop(oldest)
             return True
 
     def discard(self, model_id: str) -> None:

@@ -26,7 +26,7 @@ def iris() -> tuple[np.ndarray, np.ndarray]:
 @pytest.fixture()
 def settings(tmp_path: Path) -> Settings:
     """Settings on a fresh model dir."""
-    return Settings(model_dir=tmp_path / "models", log_level="warning")
+    return Settings(data_dir=tmp_path, log_level="warning")
 
 
 @pytest.fixture()
@@ -35,7 +35,7 @@ def make_client(tmp_path: Path) -> Iterator[Callable[..., TestClient]]:
     opened: list[TestClient] = []
 
     def make(**overrides: Any) -> TestClient:
-        values = {"model_dir": tmp_path / "models", "log_level": "warning", **overrides}
+        values = {"data_dir": tmp_path, "log_level": "warning", **overrides}
         client = TestClient(create_app(Settings(**values)))
         client.__enter__()
         opened.append(client)

@@ -24,11 +24,11 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def server_env(model_dir: Path, port: int, **settings: str) -> dict[str, str]:
+def server_env(data_dir: Path, port: int, **settings: str) -> dict[str, str]:
     """The environment with every ``BSVM_*`` replaced by this server's settings."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("BSVM_")}
     env.update(
-        BSVM_MODEL_DIR=str(model_dir), BSVM_HOST="127.0.0.1", BSVM_PORT=str(port), BSVM_API_KEYS=""
+        BSVM_DATA_DIR=str(data_dir), BSVM_HOST="127.0.0.1", BSVM_PORT=str(port), BSVM_API_KEYS=""
     )
     env.update({f"BSVM_{k.upper()}": v for k, v in settings.items()})
     return env
@@ -50,7 +50,7 @@ def wait_ready(base_url: str, process: subprocess.Popen, log: Path) -> None:
 
 
 @contextmanager
-def live_server(model_dir: Path, log_dir: Path, **settings: str) -> Iterator[str]:
+def live_server(data_dir: Path, log_dir: Path, **settings: str) -> Iterator[str]:
     """Start the service, yield its base URL, stop it (SIGTERM, then SIGKILL) on exit."""
     port = free_port()
     log = log_dir / f"server-{port}.log"
@@ -58,7 +58,7 @@ def live_server(model_dir: Path, log_dir: Path, **settings: str) -> Iterator[str
         process = subprocess.Popen(
             [sys.executable, "-m", "service"],
             cwd=ROOT,
-            env=server_env(model_dir, port, **settings),
+            env=server_env(data_dir, port, **settings),
             stdout=sink,
             stderr=subprocess.STDOUT,
         )

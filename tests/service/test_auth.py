@@ -13,7 +13,7 @@ KEYS = ["alpha-key", "beta-key"]
 
 
 def make_client(tmp_path, **overrides) -> TestClient:
-    settings = Settings(model_dir=tmp_path / "models", api_keys=KEYS, **overrides)
+    settings = Settings(data_dir=tmp_path, api_keys=KEYS, **overrides)
     return TestClient(create_app(settings))
 
 
@@ -67,7 +67,7 @@ def test_docs_can_be_put_behind_the_key(tmp_path):
 
 
 def test_no_keys_means_open(tmp_path):
-    with TestClient(create_app(Settings(model_dir=tmp_path))) as client:
+    with TestClient(create_app(Settings(data_dir=tmp_path))) as client:
         assert client.get("/version").status_code == 200
 
 

@@ -68,7 +68,7 @@ def envelope(response) -> dict:
 
 @pytest.fixture()
 def client(tmp_path) -> TestClient:
-    app = create_app(Settings(model_dir=tmp_path / "models", max_body_mb=0.01))
+    app = create_app(Settings(data_dir=tmp_path, max_body_mb=0.01))
     app.include_router(probe)
     with TestClient(app, raise_server_exceptions=False) as test_client:
         yield test_client

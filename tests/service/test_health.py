@@ -13,14 +13,14 @@ from service.settings import Settings
 
 
 def test_live(tmp_path):
-    with TestClient(create_app(Settings(model_dir=tmp_path))) as client:
+    with TestClient(create_app(Settings(data_dir=tmp_path))) as client:
         response = client.get("/health/live")
     assert response.status_code == 200
     assert response.json() == {"status": "ok"}
 
 
 def test_ready_when_store_and_registry_are_there(tmp_path):
-    with TestClient(create_app(Settings(model_dir=tmp_path / "models"))) as client:
+    with TestClient(create_app(Settings(data_dir=tmp_path))) as client:
         response = client.get("/health/ready")
     assert response.status_code == 200
     body = response.json()
@@ -30,7 +30,7 @@ def test_ready_when_store_and_registry_are_there(tmp_path):
 
 
 def test_not_ready_before_the_store_is_opened(tmp_path):
-    client = TestClient(create_app(Settings(model_dir=tmp_path)))  # lifespan not run: no store
+    client = TestClient(create_app(Settings(data_dir=tmp_path)))  # lifespan not run: no store
     response = client.get("/health/ready")
     assert response.status_code == 503
     assert response.json()["checks"]["store"] is False
@@ -39,7 +39,7 @@ def test_not_ready_before_the_store_is_opened(tmp_path):
 
 def test_not_ready_when_the_model_dir_goes_away(tmp_path):
     model_dir = tmp_path / "models"
-    with TestClient(create_app(Settings(model_dir=model_dir))) as client:
+    with TestClient(create_app(Settings(data_dir=tmp_path))) as client:
         assert client.get("/health/ready").status_code == 200
         model_dir.rmdir()
         model_dir.write_text("not a folder any more")
@@ -49,7 +49,7 @@ def test_not_ready_when_the_model_dir_goes_away(tmp_path):
 
 
 def test_not_ready_without_registry(tmp_path):
-    app = create_app(Settings(model_dir=tmp_path))
+    app = create_app(Settings(data_dir=tmp_path))
     with TestClient(app) as client:
         app.state.registry = None
         response = client.get("/health/ready")
@@ -58,7 +58,7 @@ def test_not_ready_without_registry(tmp_path):
 
 
 def test_version_reports_installed_libraries(tmp_path):
-    with TestClient(create_app(Settings(model_dir=tmp_path))) as client:
+    with TestClient(create_app(Settings(data_dir=tmp_path))) as client:
         body = client.get("/version").json()
     assert body["service"] == __version__
     assert body["python"] == platform.python_version()

@@ -1,4 +1,4 @@
-"""Training jobs: worker processes, progress, cancel, timeout, concurrency, TTL."""
+"""Training jobs in the database: worker processes, progress, cancel, timeout, queue, TTL."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ import time
 import pytest
 from sklearn.datasets import load_breast_cancer
 
-from service.repository.store import ModelStore
-from service.training.jobs import JobManager
+from service.repository.model_types import build_registry
+from service.repository.opening import open_store
+from service.training.executors import LocalExecutor
+from service.training.queue import JobQueue
 from tests.service.conftest import train_body, wait_for_job
-from tests.service.slow_estimator import slow_task
+from tests.service.slow_estimator import SLOW_SPEC, slow_task
 
 
 def process_gone(pid: int, timeout_s: float = 30.0) -> bool:
@@ -35,9 +37,25 @@ def read_pid(path, timeout_s: float = 60.0) -> int:
     raise AssertionError("the worker never started")
 
 
+def make_queue(settings) -> JobQueue:
+    store = open_store(settings)
+    types = {**build_registry(), "slow": SLOW_SPEC}
+    return JobQueue(settings, store.db, store, LocalExecutor(), types).start()
+
+
+def wait_done(queue: JobQueue, job_id: str, timeout_s: float = 120.0) -> dict:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        view = queue.get(job_id)
+        if view["status"] not in ("queued", "running"):
+            return view
+        time.sleep(0.02)
+    raise AssertionError(f"job {job_id} did not end")
+
+
 @pytest.fixture()
 def manager(settings):
-    jobs = JobManager(settings, ModelStore(settings))
+    jobs = make_queue(settings)
     yield jobs
     jobs.shutdown()
 
@@ -45,75 +63,163 @@ def manager(settings):
 def test_fit_runs_in_another_process_and_is_stored(manager, tmp_path):
     pid_file = tmp_path / "pid"
     job = manager.submit(slow_task(pid_file=str(pid_file)))
-    record = manager.wait(job)
+    assert job["status"] == "queued" and job["progress"] == 0.0
+    record = manager.wait(job["job_id"])
     assert int(pid_file.read_text()) != os.getpid()
-    assert job.status == "succeeded" and job.progress == 1.0 and job.model_id == record["model_id"]
-    assert manager.store.get_record(job.model_id)["model_type"] == "slow"
+    view = manager.get(job["job_id"])
+    assert view["status"] == "succeeded" and view["progress"] == 1.0
+    assert view["model_id"] == record["model_id"]
+    assert manager.store.get_record(view["model_id"])["model_type"] == "slow"
 
 
 def test_progress_is_reported_while_running(manager):
-    job = manager.submit(slow_task(seconds=3.0))
+    job_id = manager.submit(slow_task(seconds=3.0))["job_id"]
     seen = []
-    while not job.done.is_set():
-        seen.append(job.progress)
+    while (view := manager.get(job_id))["status"] in ("queued", "running"):
+        seen.append(view["progress"])
         time.sleep(0.02)
     assert any(0.15 < p < 0.9 for p in seen), seen
-    assert seen == sorted(seen) and job.progress == 1.0
+    assert seen == sorted(seen) and manager.get(job_id)["progress"] == 1.0
 
 
 def test_cancel_kills_the_worker(manager, tmp_path):
     pid_file = tmp_path / "pid"
-    job = manager.submit(slow_task(seconds=120.0, pid_file=str(pid_file)))
+    job_id = manager.submit(slow_task(seconds=120.0, pid_file=str(pid_file)))["job_id"]
     pid = read_pid(pid_file)
-    manager.cancel(job.job_id)
-    assert job.status == "cancelled" and job.model_id is None
+    view = manager.cancel(job_id)
+    assert view["status"] == "cancelled" and view["model_id"] is None
+    assert view["error"]["code"] == "TRAINING_CANCELLED"
     assert process_gone(pid)
     assert manager.store.list_records() == ([], 0)
 
 
 def test_timeout_kills_the_worker(settings, tmp_path):
-    settings = settings.model_copy(update={"train_timeout_s": 1.0})
-    manager = JobManager(settings, ModelStore(settings))
+    manager = make_queue(settings.model_copy(update={"train_timeout_s": 1.0}))
     pid_file = tmp_path / "pid"
-    job = manager.submit(slow_task(seconds=120.0, pid_file=str(pid_file)))
+    job_id = manager.submit(slow_task(seconds=120.0, pid_file=str(pid_file)))["job_id"]
     pid = read_pid(pid_file)
-    job.done.wait(timeout=120)
-    assert job.status == "failed" and job.error.code == "TRAINING_TIMEOUT"
-    assert job.error.status_code == 422
+    view = wait_done(manager, job_id)
+    assert view["status"] == "failed" and view["error"]["code"] == "TRAINING_TIMEOUT"
+    with pytest.raises(Exception) as info:
+        manager.wait(job_id)
+    assert info.value.status_code == 422
     assert process_gone(pid)
     manager.shutdown()
 
 
 def test_a_failed_fit_never_loses_an_existing_model(manager):
-    kept = manager.wait(manager.submit(slow_task(name="m")))
-    job = manager.submit(slow_task(name="m", fail=True))
-    job.done.wait(timeout=120)
-    assert job.status == "failed" and job.error.code == "INVALID_INPUT"
-    assert "asked to fail" in job.error.message
+    kept = manager.wait(manager.submit(slow_task(name="m"))["job_id"])
+    job_id = manager.submit(slow_task(name="m", fail=True))["job_id"]
+    view = wait_done(manager, job_id)
+    assert view["status"] == "failed" and view["error"]["code"] == "INVALID_INPUT"
+    assert "asked to fail" in view["error"]["message"]
     items, total = manager.store.list_records(name="m")
     assert total == 1 and items[0]["model_id"] == kept["model_id"]
     assert manager.store.load(kept["model_id"]).predict([[0.0, 0.0]]).tolist() == [0]
 
 
-def test_concurrency_limit_gives_429_with_retry_after(make_client, iris):
-    client = make_client(train_concurrency=1)
+def test_jobs_beyond_the_concurrency_wait_in_the_queue_and_run_in_order(settings):
+    manager = make_queue(settings.model_copy(update={"train_concurrency": 1}))
+    first = manager.submit(slow_task(seconds=1.0))["job_id"]
+    later = [manager.submit(slow_task(name=f"q{i}"))["job_id"] for i in range(3)]
+    time.sleep(0.3)
+    assert manager.get(first)["status"] == "running"
+    assert [manager.get(j)["status"] for j in later] == ["queued"] * 3
+    views = [wait_done(manager, j) for j in [first, *later]]
+    assert [v["status"] for v in views] == ["succeeded"] * 4
+    starts = [v["started_at"] for v in views]
+    assert starts == sorted(starts)
+    manager.shutdown()
+
+
+def test_a_queued_job_outlives_its_process_and_runs_after_a_restart(settings):
+    stopped = make_queue(settings.model_copy(update={"train_concurrency": 1}))
+    blocker = stopped.submit(slow_task(seconds=60.0))["job_id"]
+    waiting = stopped.submit(slow_task(name="after-restart"))["job_id"]
+    deadline = time.monotonic() + 60
+    while stopped.get(blocker)["status"] != "running" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    stopped.shutdown()  # a clean stop puts the running job back in the queue too
+    assert stopped.get(waiting)["status"] == "queued"
+    assert stopped.get(blocker)["status"] == "queued"
+    restarted = make_queue(settings)
+    assert wait_done(restarted, waiting)["status"] == "succeeded"
+    assert restarted.cancel(blocker)["status"] == "cancelled"
+    restarted.shutdown()
+
+
+def test_a_running_job_whose_lease_expired_is_queued_again_once_then_failed(settings):
+    from sqlalchemy import update
+
+    from service.repository.tables import jobs
+
+    manager = make_queue(settings)
+    job_id = manager.submit(slow_task(name="lost"))["job_id"]
+    manager.shutdown()  # nobody runs it; make it look like a dead process holds it
+    with manager.db.write() as conn:
+        conn.execute(
+            update(jobs)
+            .where(jobs.c.job_id == job_id)
+            .values(status="running", owner="gone:1:x", lease_expires=time.time() - 1, attempts=1)
+        )
+    survivor = make_queue(settings)
+    assert wait_done(survivor, job_id)["status"] == "succeeded"
+    second = survivor.submit(slow_task(name="lost-twice"))["job_id"]
+    survivor.shutdown()
+    with survivor.db.write() as conn:
+        conn.execute(
+            update(jobs)
+            .where(jobs.c.job_id == second)
+            .values(status="running", owner="gone:1:x", lease_expires=time.time() - 1, attempts=2)
+        )
+    last = make_queue(settings)
+    view = wait_done(last, second)
+    assert view["status"] == "failed" and view["error"]["code"] == "TRAINING_ABANDONED"
+    assert "stopped 2 times" in view["error"]["message"]
+    last.shutdown()
+
+
+def test_jobs_are_listed_filtered_and_paged(manager):
+    ids = [manager.submit(slow_task(name=n))["job_id"] for n in ("x", "y", "x")]
+    for job_id in ids:
+        wait_done(manager, job_id)
+    items, total = manager.list()
+    assert total == 3 and {v["job_id"] for v in items} == set(ids)
+    items, total = manager.list(name="x")
+    assert total == 2 and all(v["name"] == "x" for v in items)
+    assert manager.list(status="running") == ([], 0)
+    page, total = manager.list(limit=1, offset=1)
+    assert total == 3 and len(page) == 1
+
+
+def test_a_full_queue_gives_429_with_retry_after(make_client, iris):
+    client = make_client(train_concurrency=1, max_queued=1)
+    client.app.state.registry["slow"] = SLOW_SPEC
     jobs = client.app.state.jobs
-    job = jobs.submit(slow_task(seconds=120.0))
+    running = jobs.submit(slow_task(seconds=120.0))["job_id"]
+    while jobs.get(running)["status"] != "running":
+        time.sleep(0.02)
     X, y = iris
+    queued = client.post("/train", json=train_body(X, y, background=True))
+    assert queued.status_code == 202 and queued.json()["status"] == "queued"
     r = client.post("/train", json=train_body(X, y))
     assert r.status_code == 429 and r.json()["code"] == "BUSY"
-    assert int(r.headers["retry-after"]) > 0
-    cancelled = client.delete(f"/jobs/{job.job_id}").json()
+    assert "BSVM_MAX_QUEUED" in r.json()["error"] and int(r.headers["retry-after"]) > 0
+    listed = client.get("/jobs", params={"status": "queued"}).json()
+    assert [j["job_id"] for j in listed["items"]] == [queued.json()["job_id"]]
+    cancelled = client.delete(f"/jobs/{running}").json()
     assert cancelled["status"] == "cancelled"
+    assert wait_for_job(client, queued.json()["job_id"])["status"] == "succeeded"
     assert client.post("/train", json=train_body(X, y)).status_code == 201
 
 
 def test_job_routes(client, iris):
-    job = client.app.state.jobs.submit(slow_task(seconds=120.0))
-    view = client.get(f"/jobs/{job.job_id}").json()
+    client.app.state.registry["slow"] = SLOW_SPEC
+    job_id = client.app.state.jobs.submit(slow_task(seconds=120.0))["job_id"]
+    view = client.get(f"/jobs/{job_id}").json()
     assert view["status"] in ("queued", "running") and view["model_type"] == "slow"
-    assert client.delete(f"/jobs/{job.job_id}").json()["status"] == "cancelled"
-    assert client.get(f"/jobs/{job.job_id}").json()["status"] == "cancelled"
+    assert client.delete(f"/jobs/{job_id}").json()["status"] == "cancelled"
+    assert client.get(f"/jobs/{job_id}").json()["status"] == "cancelled"
     X, y = iris
     done = client.post("/train", json=train_body(X, y, background=True)).json()
     finished = wait_for_job(client, done["job_id"])
@@ -124,18 +230,22 @@ def test_job_routes(client, iris):
 
 
 def test_failed_background_job_reports_its_error(client):
-    job = client.app.state.jobs.submit(slow_task(fail=True))
-    view = wait_for_job(client, job.job_id)
+    client.app.state.registry["slow"] = SLOW_SPEC
+    job_id = client.app.state.jobs.submit(slow_task(fail=True))["job_id"]
+    view = wait_for_job(client, job_id)
     assert view["status"] == "failed" and view["error"]["code"] == "INVALID_INPUT"
     assert view["model_id"] is None
 
 
 def test_finished_jobs_expire(make_client):
     client = make_client(job_ttl_s=0.5)
-    job = client.app.state.jobs.submit(slow_task())
-    assert wait_for_job(client, job.job_id)["status"] == "succeeded"
-    time.sleep(0.6)
-    assert client.get(f"/jobs/{job.job_id}").status_code == 404
+    client.app.state.registry["slow"] = SLOW_SPEC
+    job_id = client.app.state.jobs.submit(slow_task())["job_id"]
+    assert wait_for_job(client, job_id)["status"] == "succeeded"
+    deadline = time.monotonic() + 10
+    while client.get(f"/jobs/{job_id}").status_code != 404 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert client.get(f"/jobs/{job_id}").status_code == 404
 
 
 def test_mcmc_progress_is_reported_and_cancel_stops_it_mid_run(client):

@@ -20,7 +20,7 @@ def samples(text: str) -> dict[tuple[str, tuple], float]:
 
 
 def test_requests_are_counted_by_route_template_and_status(tmp_path):
-    with TestClient(create_app(Settings(model_dir=tmp_path))) as client:
+    with TestClient(create_app(Settings(data_dir=tmp_path))) as client:
         for _ in range(3):
             client.get("/health/live")
         client.get("/no/such/thing")
@@ -37,8 +37,8 @@ def test_requests_are_counted_by_route_template_and_status(tmp_path):
 
 
 def test_each_app_has_its_own_registry(tmp_path):
-    first = create_app(Settings(model_dir=tmp_path / "a"))
-    second = create_app(Settings(model_dir=tmp_path / "b"))
+    first = create_app(Settings(data_dir=tmp_path / "a"))
+    second = create_app(Settings(data_dir=tmp_path / "b"))
     with TestClient(first) as a, TestClient(second) as b:
         a.get("/health/live")
         text = b.get("/metrics").text
@@ -65,6 +65,6 @@ def test_trainings_and_cache_gauge():
 
 
 def test_models_cached_reads_the_live_store(tmp_path):
-    with TestClient(create_app(Settings(model_dir=tmp_path))) as client:
+    with TestClient(create_app(Settings(data_dir=tmp_path))) as client:
         got = samples(client.get("/metrics").text)
     assert got[("bsvm_models_cached", ())] == 0

@@ -73,13 +73,13 @@ def test_error_responses_helper():
 
 
 def test_served_document_equals_generated(tmp_path, doc):
-    with TestClient(create_app(Settings(model_dir=tmp_path))) as client:
+    with TestClient(create_app(Settings(data_dir=tmp_path))) as client:
         served = client.get("/openapi.json").json()
     assert served == doc
 
 
 def test_swagger_ui_is_served_from_local_assets(tmp_path):
-    with TestClient(create_app(Settings(model_dir=tmp_path))) as client:
+    with TestClient(create_app(Settings(data_dir=tmp_path))) as client:
         page = client.get("/docs")
         assert page.status_code == 200
         assert not re.search(r"(src|href)=\"https?://", page.text), "docs must not load a CDN"

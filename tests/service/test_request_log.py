@@ -26,7 +26,7 @@ def access_records(caplog) -> list[logging.LogRecord]:
 
 
 def test_one_line_per_request_with_its_fields(tmp_path, caplog):
-    app = create_app(Settings(model_dir=tmp_path))
+    app = create_app(Settings(data_dir=tmp_path))
     app.include_router(probe)
     with TestClient(app) as client, caplog.at_level(logging.INFO, logger="service.access"):
         response = client.get("/_probe/models/m_0123", headers={"X-Request-ID": "req-42"})
@@ -44,7 +44,7 @@ def test_one_line_per_request_with_its_fields(tmp_path, caplog):
 
 
 def test_json_formatter_emits_one_parseable_object(tmp_path, caplog):
-    app = create_app(Settings(model_dir=tmp_path))
+    app = create_app(Settings(data_dir=tmp_path))
     with TestClient(app) as client, caplog.at_level(logging.INFO, logger="service.access"):
         client.get("/health/live")
     (record,) = access_records(caplog)
@@ -63,7 +63,7 @@ def test_unexpected_error_is_logged_with_traceback(tmp_path, caplog):
     def boom() -> None:
         raise ValueError("boom")
 
-    app = create_app(Settings(model_dir=tmp_path))
+    app = create_app(Settings(data_dir=tmp_path))
     app.include_router(crash)
     with TestClient(app) as client, caplog.at_level(logging.INFO, logger="service.access"):
         response = client.get("/_probe/crash")

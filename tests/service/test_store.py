@@ -1,4 +1,4 @@
-"""The model store: atomic files, integrity checks, names/versions/aliases, LRU, restart."""
+"""The model store: artifact then row, integrity checks, names/versions/aliases, LRU, restart."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ import pytest
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 
 from service.errors import ArtifactRefused, InvalidInput, NotFound
-from service.repository.store import ModelStore, is_model_id
+from service.repository.opening import open_store
+from service.repository.registry import is_model_id
+from service.repository.store import ModelStore
 from service.settings import Settings
 
 
@@ -28,47 +30,66 @@ def record(name: str = "demo", created_at: str = "2026-01-01T00:00:00") -> dict:
 
 @pytest.fixture()
 def store(settings: Settings) -> ModelStore:
-    return ModelStore(settings)
+    return open_store(settings)
 
 
-def test_save_writes_artifact_and_record_atomically(store, settings):
+def reopen(settings: Settings, **overrides) -> ModelStore:
+    """A second store on the same database and artifacts (another process, or a restart)."""
+    return open_store(Settings(**{**settings.model_dump(), **overrides}))
+
+
+def artifact_path(settings: Settings, model_id: str):
+    return settings.models_path / model_id / "model.joblib"
+
+
+def test_save_writes_the_artifact_then_a_row(store, settings):
     rec = store.save(fitted(), record())
-    folder = settings.model_dir / rec["model_id"]
+    folder = settings.models_path / rec["model_id"]
     assert is_model_id(rec["model_id"])
-    assert sorted(p.name for p in folder.iterdir()) == ["model.joblib", "record.json"]
-    on_disk = json.loads((folder / "record.json").read_text())
+    assert sorted(p.name for p in folder.iterdir()) == ["model.joblib"]
+    on_disk = store.get_record(rec["model_id"])
     assert (
         on_disk["artifact_sha256"]
         == hashlib.sha256((folder / "model.joblib").read_bytes()).hexdigest()
     )
-    assert on_disk["artifact_digest"] == "sha256"
-    assert not list(settings.model_dir.rglob("*.tmp"))
+    assert on_disk["artifact_digest"] == "sha256" and on_disk["version"] == 1
+    assert not [p for p in settings.models_path.rglob("*") if p.name.startswith(".tmp")]
 
 
-def test_load_round_trips_the_estimator(store):
+def test_a_row_that_cannot_be_written_takes_its_artifact_back(store, settings, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("database gone")
+
+    monkeypatch.setattr(store.registry, "add", broken)
+    with pytest.raises(RuntimeError):
+        store.save(fitted(), record())
+    assert not list(settings.models_path.rglob("model.joblib"))
+
+
+def test_load_round_trips_the_estimator(store, settings):
     est = fitted()
     rec = store.save(est, record())
-    fresh = ModelStore(Settings(model_dir=store.root))
+    fresh = reopen(settings)
     X = np.random.default_rng(1).normal(size=(5, 3))
     np.testing.assert_array_equal(
         fresh.load(rec["model_id"]).predict_proba(X), est.predict_proba(X)
     )
 
 
-def test_versions_are_immutable_and_never_reused(store):
+def test_versions_are_immutable_and_never_reused(store, settings):
     first = store.save(fitted(), record())
     second = store.save(fitted(1), record())
     assert (first["version"], second["version"]) == (1, 2)
     store.delete(second["model_id"])
     assert store.save(fitted(2), record())["version"] == 3
-    restarted = ModelStore(Settings(model_dir=store.root))
+    restarted = reopen(settings)
     assert restarted.save(fitted(3), record())["version"] == 4
 
 
-def test_restart_finds_every_model_and_alias(store):
+def test_restart_finds_every_model_and_alias(store, settings):
     ids = [store.save(fitted(i), record(f"n{i % 2}"))["model_id"] for i in range(4)]
     store.set_alias("n0", "stable", 1)
-    restarted = ModelStore(Settings(model_dir=store.root))
+    restarted = reopen(settings)
     items, total = restarted.list_records()
     assert total == 4 and {r["model_id"] for r in items} == set(ids)
     assert restarted.resolve("n0@stable") == ids[0]
@@ -92,10 +113,10 @@ def test_resolve_forms(store):
             store.resolve(malformed)
 
 
-def test_tampered_artifact_is_refused_and_never_unpickled(store, monkeypatch):
+def test_tampered_artifact_is_refused_and_never_unpickled(store, settings, monkeypatch):
     rec = store.save(fitted(), record())
-    store._cache.clear()
-    path = store.root / rec["model_id"] / "model.joblib"
+    store.cache.clear()
+    path = artifact_path(settings, rec["model_id"])
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0xFF
     path.write_bytes(bytes(data))
@@ -109,10 +130,10 @@ def test_tampered_artifact_is_refused_and_never_unpickled(store, monkeypatch):
     assert info.value.status_code == 409 and "integrity" in info.value.message
 
 
-def test_truncated_or_missing_artifact_is_refused(store):
+def test_truncated_or_missing_artifact_is_refused(store, settings):
     rec = store.save(fitted(), record())
-    store._cache.clear()
-    path = store.root / rec["model_id"] / "model.joblib"
+    store.cache.clear()
+    path = artifact_path(settings, rec["model_id"])
     path.write_bytes(path.read_bytes()[:100])
     with pytest.raises(ArtifactRefused):
         store.load(rec["model_id"])
@@ -122,23 +143,21 @@ def test_truncated_or_missing_artifact_is_refused(store):
 
 
 def test_signing_key_records_an_hmac_checked_on_load(settings):
-    signed = ModelStore(Settings(model_dir=settings.model_dir, signing_key="k1"))
+    signed = reopen(settings, signing_key="k1")
     rec = signed.save(fitted(), record())
-    artifact = (settings.model_dir / rec["model_id"] / "model.joblib").read_bytes()
+    artifact = artifact_path(settings, rec["model_id"]).read_bytes()
     assert rec["artifact_digest"] == "hmac-sha256"
     assert rec["artifact_sha256"] == hmac.new(b"k1", artifact, hashlib.sha256).hexdigest()
-    assert ModelStore(Settings(model_dir=settings.model_dir, signing_key="k1")).load(
-        rec["model_id"]
-    )
-    for other in (Settings(model_dir=settings.model_dir, signing_key="k2"), settings):
+    assert reopen(settings, signing_key="k1").load(rec["model_id"])
+    for other in (reopen(settings, signing_key="k2"), reopen(settings)):
         with pytest.raises(ArtifactRefused):
-            ModelStore(other).load(rec["model_id"])
+            other.load(rec["model_id"])
 
 
 def test_unsigned_artifact_is_refused_once_a_key_is_set(store, settings):
     rec = store.save(fitted(), record())
     with pytest.raises(ArtifactRefused):
-        ModelStore(Settings(model_dir=settings.model_dir, signing_key="k")).load(rec["model_id"])
+        reopen(settings, signing_key="k").load(rec["model_id"])
 
 
 def test_ids_outside_the_pattern_never_touch_the_disk(store):
@@ -149,28 +168,59 @@ def test_ids_outside_the_pattern_never_touch_the_disk(store):
             store.delete(bad)
 
 
-def test_lru_cache_is_bounded(settings):
-    store = ModelStore(Settings(model_dir=settings.model_dir, model_cache_size=2))
+def test_loaded_models_are_bounded_in_bytes(settings):
+    probe = open_store(settings)
+    size = probe.save(fitted(), record())["artifact_bytes"]
+    store = reopen(settings, model_cache_mb=2.5 * size / 2**20)
     ids = [store.save(fitted(i), record())["model_id"] for i in range(3)]
-    assert store.cached_count == 2
-    store._cache.clear()
+    assert store.cached_count == 2 and store.cache.bytes_used <= 2.5 * size
+    store.cache.clear()
     for model_id in ids:
         store.load(model_id)
-    assert store.cached_count == 2 and list(store._cache) == ids[1:]
+    assert store.cached_count == 2 and ids[0] not in store.cache and ids[2] in store.cache
 
 
-def test_folder_without_record_is_ignored(store):
-    (store.root / ("m_" + "1" * 32)).mkdir()
-    (store.root / ("m_" + "1" * 32) / "model.joblib").write_bytes(b"partial")
-    store.reload()
-    assert store.list_records() == ([], 0)
+def test_a_model_folder_of_the_old_layout_is_imported_once(tmp_path):
+    """record.json + names.json folders (the store before the database) lose nothing."""
+    models = tmp_path / "models"
+    old = {}
+    for i, name in enumerate(["a", "a", "b"]):
+        est = fitted(i)
+        model_id = "m_" + f"{i + 1:032x}"
+        folder = models / model_id
+        folder.mkdir(parents=True)
+        data = joblib.dump(est, folder / "model.joblib")
+        blob = (folder / "model.joblib").read_bytes()
+        rec = {
+            **record(name, f"2026-01-0{i + 1}T00:00:00"),
+            "model_id": model_id,
+            "version": 1 + (i == 1),
+            "artifact_sha256": hashlib.sha256(blob).hexdigest(),
+            "artifact_digest": "sha256",
+            "artifact_bytes": len(blob),
+        }
+        (folder / "record.json").write_text(json.dumps(rec))
+        old[model_id] = (est, data)
+    names = {"a": {"next_version": 5, "aliases": {"stable": 1}}, "b": {"next_version": 2}}
+    (models / "names.json").write_text(json.dumps(names))
+    settings = Settings(data_dir=tmp_path, log_level="warning")
+    store = open_store(settings)
+    items, total = store.list_records()
+    assert total == 3 and {r["model_id"] for r in items} == set(old)
+    assert store.resolve("a@stable") == "m_" + f"{1:032x}"
+    assert store.resolve("a") == "m_" + f"{2:032x}"
+    X = np.random.default_rng(5).normal(size=(4, 3))
+    for model_id, (est, _) in old.items():
+        np.testing.assert_array_equal(store.load(model_id).predict(X), est.predict(X))
+    assert store.save(fitted(9), record("a"))["version"] == 5
+    assert reopen(settings).list_records()[1] == 4  # a second start imports nothing twice
 
 
-def test_delete_removes_files_cache_and_aliases(store):
+def test_delete_removes_files_cache_and_aliases(store, settings):
     rec = store.save(fitted(), record())
     store.set_alias("demo", "stable", 1)
     store.delete(rec["model_id"])
-    assert not (store.root / rec["model_id"]).exists()
+    assert not artifact_path(settings, rec["model_id"]).exists()
     assert store.cached_count == 0
     with pytest.raises(NotFound):
         store.resolve("demo@stable")

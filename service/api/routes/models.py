@@ -11,7 +11,7 @@ from service.api.openapi import error_responses
 from service.api.schemas.models import AliasUpdate, ModelList, ModelRecord, Posterior
 from service.inference import predict as prediction
 from service.inference.plots import render_png
-from service.repository.store import ALIAS_PATTERN, MODEL_ID_PATTERN, NAME_PATTERN
+from service.repository.registry import ALIAS_PATTERN, MODEL_ID_PATTERN, NAME_PATTERN
 
 router = APIRouter(prefix="/models", tags=["models"])
 
@@ -40,12 +40,15 @@ def list_models(
         int | None, Query(ge=1, le=10**6, description="1-based; with page_size.")
     ] = None,
     page_size: Annotated[int | None, Query(ge=1, le=1000)] = None,
+    model_type: Annotated[
+        str | None, Query(max_length=32, pattern=r"^[a-z_]+$", description="Only this type.")
+    ] = None,
 ) -> Any:
-    """Model records, newest first; page by limit/offset or page/page_size; filter by name."""
+    """Model records, newest first; page by limit/offset or page/page_size; filter by name, type."""
     if page is not None or page_size is not None:
         limit = page_size or limit
         offset = ((page or 1) - 1) * limit
-    items, total = store.list_records(name=name, limit=limit, offset=offset)
+    items, total = store.list_records(name=name, limit=limit, offset=offset, model_type=model_type)
     return {"items": items, "total": total, "limit": limit, "offset": offset}
 
 

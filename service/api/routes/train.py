@@ -60,10 +60,10 @@ def train(
     job = jobs.submit(prepare_task(body, settings, registry))
     if wants_async(body, prefer):
         return JSONResponse(
-            JobView(**job.view()).model_dump(),
+            JobView(**job).model_dump(),
             status_code=202,
-            headers={"Location": f"/jobs/{job.job_id}"},
+            headers={"Location": f"/jobs/{job['job_id']}"},
         )
-    record = jobs.wait(job)
+    record = jobs.wait(job["job_id"])
     request.state.model_id = record["model_id"]
     return record

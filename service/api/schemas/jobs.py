@@ -34,3 +34,12 @@ class JobView(BaseModel):
     created_at: str
     started_at: str | None = None
     finished_at: str | None = None
+
+
+class JobList(BaseModel):
+    """One page of jobs, newest first."""
+
+    items: list[JobView]
+    total: int = Field(description="Jobs matching the filter, over all pages.")
+    limit: int
+    offset: int

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, create_model
 
 from service.repository.model_types import Registry, build_registry
-from service.repository.store import NAME_PATTERN
+from service.repository.registry import NAME_PATTERN
 
 Matrix = list[list[float]]
 

@@ -1,0 +1,305 @@
+"""The model registry in the database: records, names with versions, aliases, reference lookup.
+
+Every question is one indexed query: a model id by primary key, ``name`` (latest) and
+``name:version`` through ``UNIQUE (name, version)``, ``name@alias`` through the aliases' primary
+key joined to it. A version is allocated by incrementing ``names.next_version`` in the same write
+transaction that inserts the model row, so concurrent trainings of one name from any number of
+processes get distinct versions, and versions are never reused after a delete.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection, and_, delete, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from service.errors import InvalidInput, NotFound, detail
+from service.repository.database import Database
+from service.repository.tables import aliases, models, names
+
+MODEL_ID_PATTERN = r"^m_[0-9a-f]{32}$"
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+ALIAS_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,31}$"
+VERSION_PATTERN = r"^[1-9][0-9]{0,8}$"
+"""ASCII digits only (``str.isdigit`` admits other scripts' digits), no leading zero, < 10⁹."""
+
+_ID_RE = re.compile(MODEL_ID_PATTERN)
+_NAME_RE = re.compile(NAME_PATTERN)
+_ALIAS_RE = re.compile(ALIAS_PATTERN)
+_VERSION_RE = re.compile(VERSION_PATTERN)
+
+
+def now_iso() -> str:
+    """UTC now as ISO 8601 with milliseconds (sorts as text)."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def is_model_id(value: str) -> bool:
+    """True when ``value`` has the shape of a server-generated model id."""
+    return bool(_ID_RE.fullmatch(value))
+
+
+def check_name(name: str, field: str = "name") -> str:
+    """Return ``name`` or raise 422 unless it matches ``NAME_PATTERN``."""
+    if not _NAME_RE.fullmatch(name):
+        raise InvalidInput("invalid model name", [detail(field, f"must match {NAME_PATTERN}")])
+    return name
+
+
+def check_alias(alias: str, field: str = "alias") -> str:
+    """Return ``alias`` or raise 422 unless it matches ``ALIAS_PATTERN``."""
+    if not _ALIAS_RE.fullmatch(alias):
+        raise InvalidInput("invalid alias", [detail(field, f"must match {ALIAS_PATTERN}")])
+    return alias
+
+
+def parse_reference(ref: str, field: str = "model") -> tuple[str, str | None, int | None]:
+    """``name``, ``name@alias`` or ``name:version`` → (name, alias, version); 422 when malformed."""
+    name, sep, rest = ref.partition("@")
+    alias = version = None
+    if sep:
+        alias = rest
+        if not _ALIAS_RE.fullmatch(rest):
+            raise InvalidInput(
+                "invalid model reference", [detail(field, f"alias must match {ALIAS_PATTERN}")]
+            )
+    else:
+        name, sep, rest = ref.partition(":")
+        if sep:
+            if not _VERSION_RE.fullmatch(rest):
+                raise InvalidInput(
+                    "invalid model reference",
+                    [detail(field, "version must be a whole number from 1 to 999999999")],
+                )
+            version = int(rest)
+    check_name(name, field)
+    return name, alias, version
+
+
+class ModelRegistry:
+    """Model records, names, versions and aliases in one database."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # -- reading -------------------------------------------------------------------------------
+    @staticmethod
+    def _aliases_of(conn: Connection, name: str, version: int) -> list[str]:
+        rows = conn.execute(
+            select(aliases.c.alias).where(
+                and_(aliases.c.name == name, aliases.c.version == version)
+            )
+        )
+        return sorted(r[0] for r in rows)
+
+    def _record(self, conn: Connection, row: Any) -> dict[str, Any]:
+        record = json.loads(row.record)
+        record["aliases"] = self._aliases_of(conn, row.name, row.version)
+        return record
+
+    def get_record(self, model_id: str) -> dict[str, Any]:
+        """The record of ``model_id`` (404 when unknown)."""
+        if not is_model_id(model_id):
+            raise NotFound(f"no model with id {model_id!r}")
+        with self.db.read() as conn:
+            row = conn.execute(select(models).where(models.c.model_id == model_id)).first()
+            if row is None:
+                raise NotFound(f"no model with id {model_id!r}")
+            return self._record(conn, row)
+
+    def artifact_bytes(self, model_id: str) -> int:
+        """Size of ``model_id``'s artifact as recorded (404 when unknown)."""
+        with self.db.read() as conn:
+            size = conn.execute(
+                select(models.c.artifact_bytes).where(models.c.model_id == model_id)
+            ).scalar()
+        if size is None:
+            raise NotFound(f"no model with id {model_id!r}")
+        return int(size)
+
+    def list_records(
+        self,
+        name: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        model_type: str | None = None,
+    ) -> tuple[list[dict[str, Any]], int]:
+        """A page of records, newest first, optionally of one name or type; and the total."""
+        where = []
+        if name is not None:
+            where.append(models.c.name == name)
+        if model_type is not None:
+            where.append(models.c.model_type == model_type)
+        with self.db.read() as conn:
+            total = conn.execute(select(func.count()).select_from(models).where(*where)).scalar()
+            rows = conn.execute(
+                select(models)
+                .where(*where)
+                .order_by(models.c.created_at.desc(), models.c.version.desc())
+                .limit(limit)
+                .offset(offset)
+            ).all()
+            return [self._record(conn, row) for row in rows], int(total or 0)
+
+    def resolve(self, ref: str, field: str = "model") -> str:
+        """Model id of ``ref``: an id, ``name`` (latest version), ``name@alias`` or ``name:version``."""
+        if is_model_id(ref):
+            with self.db.read() as conn:
+                found = conn.execute(
+                    select(models.c.model_id).where(models.c.model_id == ref)
+                ).scalar()
+            if found is None:
+                raise NotFound(f"no model with id {ref!r}")
+            return ref
+        name, alias, version = parse_reference(ref, field)
+        with self.db.read() as conn:
+            if alias is not None:
+                query = select(models.c.model_id).join(
+                    aliases,
+                    and_(aliases.c.name == models.c.name, aliases.c.version == models.c.version),
+                )
+                query = query.where(and_(aliases.c.name == name, aliases.c.alias == alias))
+            elif version is not None:
+                query = select(models.c.model_id).where(
+                    and_(models.c.name == name, models.c.version == version)
+                )
+            else:
+                query = (
+                    select(models.c.model_id)
+                    .where(models.c.name == name)
+                    .order_by(models.c.version.desc())
+                    .limit(1)
+                )
+            model_id = conn.execute(query).scalar()
+        if model_id is None:
+            if alias is not None:
+                raise NotFound(f"model {name!r} has no alias {alias!r}")
+            if version is not None:
+                raise NotFound(f"model {name!r} has no version {version}")
+            raise NotFound(f"no model named {name!r}")
+        return str(model_id)
+
+    def existing(self, model_ids: list[str]) -> set[str]:
+        """Which of ``model_ids`` have a row (the sweep keeps their artifacts)."""
+        found: set[str] = set()
+        with self.db.read() as conn:
+            for start in range(0, len(model_ids), 500):
+                chunk = model_ids[start : start + 500]
+                rows = conn.execute(select(models.c.model_id).where(models.c.model_id.in_(chunk)))
+                found.update(r[0] for r in rows)
+        return found
+
+    def count(self) -> int:
+        """Number of models."""
+        with self.db.read() as conn:
+            return int(conn.execute(select(func.count()).select_from(models)).scalar() or 0)
+
+    # -- writing -------------------------------------------------------------------------------
+    @staticmethod
+    def _ensure_name(conn: Connection, name: str) -> None:
+        exists = conn.execute(select(names.c.name).where(names.c.name == name)).first()
+        if exists is None:
+            conn.execute(insert(names).values(name=name, next_version=1, created_at=now_iso()))
+
+    @staticmethod
+    def _insert_model(conn: Connection, full: dict[str, Any], artifact_bytes: int) -> None:
+        conn.execute(
+            insert(models).values(
+                model_id=full["model_id"],
+                name=full["name"],
+                version=full["version"],
+                model_type=full["model_type"],
+                created_at=full.get("created_at") or now_iso(),
+                artifact_bytes=artifact_bytes,
+                record=json.dumps(full, sort_keys=True),
+            )
+        )
+
+    def add(self, model_id: str, record: dict[str, Any], artifact_bytes: int) -> dict[str, Any]:
+        """Insert the row of a stored artifact, with the next version of its name; its record."""
+        name = check_name(record["name"])
+        for attempt in range(5):
+            try:
+                with self.db.write() as conn:
+                    self._ensure_name(conn, name)
+                    version = conn.execute(
+                        update(names)
+                        .where(names.c.name == name)
+                        .values(next_version=names.c.next_version + 1)
+                        .returning(names.c.next_version)
+                    ).scalar_one()
+                    version -= 1
+                    full = {**record, "model_id": model_id, "version": version}
+                    full.pop("aliases", None)
+                    self._insert_model(conn, full, artifact_bytes)
+                return {**full, "aliases": []}
+            except IntegrityError:
+                # two first trainings of a new name raced to create it: the loser retries
+                if attempt == 4:
+                    raise
+        raise AssertionError("unreachable")
+
+    def import_record(self, record: dict[str, Any], artifact_bytes: int) -> bool:
+        """Insert a record that already has its id and version (the folder import); False if present."""
+        name = check_name(record["name"])
+        full = {k: v for k, v in record.items() if k != "aliases"}
+        with self.db.write() as conn:
+            if conn.execute(
+                select(models.c.model_id).where(models.c.model_id == full["model_id"])
+            ).first():
+                return False
+            self._ensure_name(conn, name)
+            conn.execute(
+                update(names)
+                .where(and_(names.c.name == name, names.c.next_version <= full["version"]))
+                .values(next_version=full["version"] + 1)
+            )
+            self._insert_model(conn, full, artifact_bytes)
+        return True
+
+    def reserve_versions(self, name: str, next_version: int) -> None:
+        """Make the next version of ``name`` at least ``next_version`` (the folder import)."""
+        with self.db.write() as conn:
+            self._ensure_name(conn, check_name(name))
+            conn.execute(
+                update(names)
+                .where(and_(names.c.name == name, names.c.next_version < next_version))
+                .values(next_version=next_version)
+            )
+
+    def delete(self, model_id: str) -> dict[str, Any]:
+        """Remove ``model_id``'s row and the aliases pointing at it; its last record (404 if none)."""
+        record = self.get_record(model_id)
+        with self.db.write() as conn:
+            gone = conn.execute(delete(models).where(models.c.model_id == model_id)).rowcount
+            conn.execute(
+                delete(aliases).where(
+                    and_(aliases.c.name == record["name"], aliases.c.version == record["version"])
+                )
+            )
+        if not gone:
+            raise NotFound(f"no model with id {model_id!r}")
+        return record
+
+    def set_alias(self, name: str, alias: str, version: int) -> dict[str, Any]:
+        """Point ``name@alias`` at ``version`` (which must exist); that version's record."""
+        check_name(name)
+        check_alias(alias)
+        model_id = self.resolve(f"{name}:{version}", field="version")
+        with self.db.write() as conn:
+            moved = conn.execute(
+                update(aliases)
+                .where(and_(aliases.c.name == name, aliases.c.alias == alias))
+                .values(version=version, updated_at=now_iso())
+            ).rowcount
+            if not moved:
+                conn.execute(
+                    insert(aliases).values(
+                        name=name, alias=alias, version=version, updated_at=now_iso()
+                    )
+                )
+        return self.get_record(model_id)

@@ -1,0 +1,94 @@
+"""The registry's tables (SQLAlchemy Core): models, names, aliases, jobs and their payloads.
+
+A model row is written in the same transaction that allocates its version, after its artifact is
+stored, so a model is visible only once both are committed. ``UNIQUE (name, version)`` guards the
+allocation; ``names.next_version`` makes versions never reused, even after a delete.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+metadata = MetaData()
+
+names = Table(
+    "names",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("next_version", Integer, nullable=False),
+    Column("created_at", String(32), nullable=False),
+)
+
+models = Table(
+    "models",
+    metadata,
+    Column("model_id", String(34), primary_key=True),
+    Column("name", String(64), ForeignKey("names.name"), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("model_type", String(32), nullable=False),
+    Column("created_at", String(32), nullable=False),
+    Column("artifact_bytes", BigInteger, nullable=False),
+    Column("record", Text, nullable=False, doc="The model record as JSON (without aliases)."),
+    UniqueConstraint("name", "version", name="uq_models_name_version"),
+    Index("ix_models_model_type", "model_type"),
+    Index("ix_models_created_at", "created_at"),
+)
+
+aliases = Table(
+    "aliases",
+    metadata,
+    Column("name", String(64), ForeignKey("names.name"), primary_key=True),
+    Column("alias", String(32), primary_key=True),
+    Column("version", Integer, nullable=False),
+    Column("updated_at", String(32), nullable=False),
+)
+
+jobs = Table(
+    "jobs",
+    metadata,
+    Column("job_id", String(34), primary_key=True),
+    Column("status", String(16), nullable=False),
+    Column("model_type", String(32), nullable=False),
+    Column("name", String(64), nullable=False),
+    Column("progress", Float, nullable=False, default=0.0),
+    Column("owner", String(128), nullable=True, doc="host:pid:uuid of the process running it."),
+    Column("lease_expires", Float, nullable=True, doc="Epoch seconds; renewed by the owner."),
+    Column("cancel_requested", Boolean, nullable=False, default=False),
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("created_at", String(32), nullable=False),
+    Column("started_at", String(32), nullable=True),
+    Column("finished_at", String(32), nullable=True),
+    Column("ended", Float, nullable=True, doc="Epoch seconds of the end, for the TTL."),
+    Column("model_id", String(34), nullable=True),
+    Column("error", Text, nullable=True, doc="JSON {code, message, details} when it failed."),
+    Index("ix_jobs_status_created", "status", "created_at"),
+    Index("ix_jobs_name", "name"),
+)
+
+job_payloads = Table(
+    "job_payloads",
+    metadata,
+    Column("job_id", String(34), ForeignKey("jobs.job_id", ondelete="CASCADE"), primary_key=True),
+    Column("data", LargeBinary, nullable=False, doc="The task: npz arrays + JSON, no pickle."),
+)
+
+settings_table = Table(
+    "registry_meta",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)
