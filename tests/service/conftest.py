@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,6 +16,9 @@ from sklearn.datasets import load_iris
 
 from service.api.app import create_app
 from service.settings import Settings
+from tests.service.postgres_server import fresh_database, postgres_server
+
+BUCKET = "bsvm-test"
 
 
 @pytest.fixture(scope="session")
@@ -66,3 +71,45 @@ def wait_for_job(client: TestClient, job_id: str, timeout_s: float = 120.0) -> d
             return job
         time.sleep(0.05)
     raise AssertionError(f"job {job_id} did not finish in {timeout_s} s")
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    """A moto S3 server on a free loopback port with fake credentials and one bucket."""
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    with pytest.MonkeyPatch.context() as mp:
+        for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"):
+            mp.delenv(name, raising=False)
+        mp.setenv("AWS_ACCESS_KEY_ID", "testing")
+        mp.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+        mp.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        mp.setenv("AWS_CONFIG_FILE", os.devnull)
+        mp.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        server.start()
+        try:
+            host, port = server.get_host_and_port()
+            endpoint = f"http://{host}:{port}"
+            import boto3
+
+            boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=BUCKET)
+            yield endpoint
+        finally:
+            server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_admin() -> Iterator[str]:
+    """A real PostgreSQL server for the session (initdb + pg_ctl); its admin URL."""
+    with postgres_server() as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty registry database: an SQLite file, or a fresh database on the real server."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'registry.db'}"
+    return fresh_database(request.getfixturevalue("postgres_admin"))

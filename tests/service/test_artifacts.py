@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,8 +17,8 @@ from service.repository.artifacts import (
     check_model_id,
     local_url,
 )
+from tests.service.conftest import BUCKET
 
-BUCKET = "bsvm-test"
 HOUR = 3600.0
 
 MakeStore = Callable[..., ArtifactStore]
@@ -42,33 +41,6 @@ def write_raw(store: ArtifactStore, rel: str, data: bytes = b"x") -> str:
 def raw_exists(store: ArtifactStore, path: str) -> bool:
     """True when ``path`` exists (asked of the filesystem, not of the store)."""
     return bool(store.fs.isfile(path))
-
-
-@pytest.fixture(scope="session")
-def s3_endpoint() -> Iterator[str]:
-    """A moto S3 server on a free loopback port with fake credentials and one bucket."""
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    with pytest.MonkeyPatch.context() as mp:
-        for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"):
-            mp.delenv(name, raising=False)
-        mp.setenv("AWS_ACCESS_KEY_ID", "testing")
-        mp.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-        mp.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        mp.setenv("AWS_CONFIG_FILE", os.devnull)
-        mp.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
-        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        server.start()
-        try:
-            host, port = server.get_host_and_port()
-            endpoint = f"http://{host}:{port}"
-            import boto3
-
-            boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=BUCKET)
-            yield endpoint
-        finally:
-            server.stop()
 
 
 @pytest.fixture(params=["file", "s3"])

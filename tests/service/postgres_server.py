@@ -1,0 +1,93 @@
+"""A real PostgreSQL server for the tests: ``initdb`` + ``pg_ctl`` on a free loopback port.
+
+The server binaries come with Debian's ``postgresql`` package (``scripts/test.sh`` installs it
+when they are missing). PostgreSQL refuses to run as root, so as root the server runs as the
+``postgres`` user (``runuser``). Each test gets a database of its own; the server is stopped at
+the end of the session.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import psycopg
+
+from tests.service.live_server import free_port
+
+
+def pg_bin(tool: str) -> str:
+    """Path of a PostgreSQL server tool (PATH first, then Debian's versioned folders)."""
+    found = shutil.which(tool) or next(
+        iter(sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{tool}"), reverse=True)), None
+    )
+    if found is None:
+        raise RuntimeError(f"{tool} not found: install the postgresql server package")
+    return found
+
+
+def _as_server_user(cmd: list[str]) -> list[str]:
+    if os.geteuid() != 0:
+        return cmd
+    return ["runuser", "-u", "postgres", "--", *cmd]
+
+
+@contextmanager
+def postgres_server() -> Iterator[str]:
+    """Start a throw-away cluster; yield its admin URL (``postgresql+psycopg://...``); stop it."""
+    root = Path(tempfile.mkdtemp(prefix="bsvm-pg-"))
+    data, sockets = root / "data", root / "run"
+    sockets.mkdir()
+    if os.geteuid() == 0:
+        shutil.chown(root, "postgres")
+        shutil.chown(sockets, "postgres")
+    port = free_port()
+    subprocess.run(
+        _as_server_user(
+            [pg_bin("initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8"]
+        ),
+        check=True,
+        capture_output=True,
+    )
+    options = f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off"
+    subprocess.run(
+        _as_server_user(
+            [
+                pg_bin("pg_ctl"),
+                "-D",
+                str(data),
+                "-o",
+                options,
+                "-l",
+                str(root / "log"),
+                "-w",
+                "start",
+            ]
+        ),
+        check=True,
+        capture_output=True,
+    )
+    try:
+        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run(
+            _as_server_user([pg_bin("pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]),
+            capture_output=True,
+        )
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def fresh_database(admin_url: str) -> str:
+    """Create an empty database on the server of ``admin_url``; its URL."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    plain = admin_url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(plain, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return admin_url.rsplit("/", 1)[0] + f"/{name}"
