@@ -14,8 +14,24 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="BSVM_", extra="ignore")
 
+    data_dir: Path = Field(
+        Path("./var"), description="Folder of the server's own files: registry.db and models/."
+    )
     model_dir: Path = Field(
         Path("./var/models"), description="Folder holding one folder per model."
+    )
+    database_url: str | None = Field(
+        None,
+        description="SQLAlchemy URL of the registry and job queue (e.g. postgresql+psycopg://…); "
+        "null means SQLite at data_dir/registry.db.",
+    )
+    artifact_url: str | None = Field(
+        None,
+        description="Where fitted models are written (e.g. s3://bucket/prefix); null means "
+        "data_dir/models.",
+    )
+    s3_endpoint_url: str | None = Field(
+        None, description="S3 endpoint for artifact_url (MinIO, Ceph); null means AWS."
     )
     api_keys: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="Comma-separated API keys; empty means open."
@@ -30,10 +46,22 @@ class Settings(BaseSettings):
     max_iter: int = Field(10_000_000, ge=1, description="Cap on any solver iteration parameter.")
     train_timeout_s: float = Field(600.0, gt=0, description="A training job is stopped after this.")
     train_concurrency: int = Field(2, ge=1, description="Trainings running at once; more get 429.")
+    max_queued: int = Field(32, ge=0, description="Trainings waiting in the queue; more get 429.")
     model_cache_size: int = Field(16, ge=1, description="Fitted models kept loaded (LRU).")
+    model_cache_mb: float = Field(
+        1024.0, gt=0, description="Memory budget of the loaded-model cache (MiB)."
+    )
     job_ttl_s: float = Field(3600.0, gt=0, description="Finished jobs are forgotten after this.")
     host: str = Field("127.0.0.1", description="Interface uvicorn binds to.")
     port: int = Field(8000, ge=1, le=65535, description="Port uvicorn listens on.")
+    workers: int = Field(
+        1, ge=1, le=64, description="Server processes `python -m service` starts (uvicorn workers)."
+    )
+    dask_scheduler: str | None = Field(
+        None,
+        description="Dask scheduler address (tcp://host:8786); when set, trainings run on that "
+        "cluster (MCMC chains spread over it) instead of in a local worker process.",
+    )
     log_level: str = Field("info", description="Python logging level name.")
     public_docs: bool = Field(
         True,
