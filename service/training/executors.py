@@ -19,6 +19,7 @@ imported only by the dask path (the ``dask`` extra).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import threading
@@ -94,9 +95,16 @@ class LocalExecutor:
 class DaskExecutor:
     """Each fit as one task on the dask cluster at ``scheduler_address`` (see the module notes)."""
 
-    def __init__(self, scheduler_address: str, *, poll_s: float = 0.1) -> None:
+    def __init__(
+        self,
+        scheduler_address: str,
+        *,
+        poll_s: float = 0.1,
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
+    ) -> None:
         self.scheduler_address = scheduler_address
         self.poll_s = poll_s
+        self.connect_timeout_s = connect_timeout_s
         self._client: Any = None
         self._lock = threading.Lock()
 
@@ -107,7 +115,7 @@ class DaskExecutor:
                 from distributed import Client
 
                 self._client = Client(
-                    self.scheduler_address, set_as_default=False, timeout=CONNECT_TIMEOUT_S
+                    self.scheduler_address, set_as_default=False, timeout=self.connect_timeout_s
                 )
             return self._client
 
@@ -141,29 +149,53 @@ class DaskExecutor:
             pure=False,
         )
         try:
-            while True:
-                for value in progress.get(batch=True):
-                    on_progress(float(value))
-                if future.done():
-                    break
-                if cancelled.is_set() or time.monotonic() >= deadline:
-                    stop.set()  # the worker kills its subprocess
-                    future.cancel()
-                    if cancelled.is_set():
-                        return Outcome("cancelled", message="cancelled by request")
-                    return Outcome(
-                        "timeout", message=f"training exceeded the time limit of {timeout_s:g} s"
-                    )
-                time.sleep(self.poll_s)
+            return self._follow(future, stop, progress, deadline, timeout_s, cancelled, on_progress)
+        except Exception:
+            logger.exception("lost track of dask training task %s", future.key)
+            with contextlib.suppress(Exception):
+                stop.set()
+                future.cancel()
+            return Outcome("failed", message="lost track of the training on the dask cluster")
+        finally:
+            try:
+                progress.close()
+            except Exception:
+                logger.debug("could not release the progress queue of %s", name, exc_info=True)
+
+    def _follow(
+        self,
+        future: Any,
+        stop: Any,
+        progress: Any,
+        deadline: float,
+        timeout_s: float,
+        cancelled: threading.Event,
+        on_progress: Callable[[float], None],
+    ) -> Outcome:
+        """Relay progress until the task ends; on cancel or timeout set ``stop`` and cancel it."""
+        while True:
             for value in progress.get(batch=True):
                 on_progress(float(value))
-            if future.status == "finished":
-                return future.result()
-            exc = future.exception()
-            logger.error("dask training task %s ended with %r", future.key, exc)
-            return Outcome("failed", message=f"dask task {future.status}: {type(exc).__name__}")
-        finally:
-            progress.close()
+            if future.done():
+                break
+            if cancelled.is_set() or time.monotonic() >= deadline:
+                stop.set()  # the worker kills the fit's process
+                future.cancel()
+                if cancelled.is_set():
+                    return Outcome("cancelled", message="cancelled by request")
+                return Outcome(
+                    "timeout", message=f"training exceeded the time limit of {timeout_s:g} s"
+                )
+            time.sleep(self.poll_s)
+        for value in progress.get(batch=True):
+            on_progress(float(value))
+        if future.status == "finished":
+            return future.result()
+        if future.status == "cancelled":
+            return Outcome("failed", message="the dask task was cancelled on the cluster")
+        exc = future.exception()
+        logger.error("dask training task %s ended with %r", future.key, exc)
+        return Outcome("failed", message=f"dask task failed: {type(exc).__name__}")
 
     def warm_up(self) -> None:
         """Start the training forkserver of every worker of the cluster now (connects the client)."""
@@ -216,9 +248,9 @@ def _watch(stop: Any, cancelled: threading.Event, finished: threading.Event) -> 
             if stop.wait(timeout=0.25):
                 cancelled.set()
                 return
-        except Exception:  # the worker is shutting down: stop the fit
-            cancelled.set()
-            return
+        except Exception:  # scheduler unreachable for now; the fit's own timeout still holds
+            logger.debug("cannot read the cancel event", exc_info=True)
+            finished.wait(0.25)
 
 
 def run_on_dask_worker(
@@ -255,7 +287,9 @@ def run_on_dask_worker(
     finally:
         finished.set()
         watcher.join(timeout=5)
-        progress.close()
+        with contextlib.suppress(Exception):
+            progress.close()
+            stop.clear()  # forgotten by the scheduler unless the service sets it after this
 
 
 def dask_fit_main(task: TrainTask, messages: Any, scheduler_address: str) -> None:

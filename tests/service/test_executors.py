@@ -75,6 +75,13 @@ def test_make_executor_follows_the_setting():
     dask_executor.close()  # never connected: connecting is lazy
 
 
+def test_an_unreachable_scheduler_fails_the_training():
+    unreachable = DaskExecutor("tcp://127.0.0.1:9", connect_timeout_s=0.5)
+    outcome = run(unreachable, slow_task())
+    assert outcome.status == "failed" and "unreachable" in outcome.message
+    unreachable.close()
+
+
 def test_dask_fit_equals_the_local_fit(executor, cancer):
     X, y = cancer
     task = task_of("kernel_svm", {"C": 2.0, "probability": True, "random_state": 3}, X, y)
