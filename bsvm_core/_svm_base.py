@@ -6,9 +6,11 @@ into a scikit-learn classifier for any number of classes and any label type.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, check_random_state
@@ -27,6 +29,25 @@ def _probability_enabled(estimator: Any) -> bool:
     if not getattr(estimator, "probability", False):
         raise AttributeError("predict_proba is available only with probability=True.")
     return True
+
+
+def _platt_folds(y_pm: np.ndarray, seed: int) -> list[tuple[np.ndarray, int]]:
+    """(test mask, seed) of each of ``PLATT_FOLDS`` stratified folds that has a fit to make.
+
+    A fold is skipped when it is empty or its training rows hold one class only (too small to
+    train on): its points keep the decision value 0 (no information).
+    """
+    rng = np.random.default_rng(seed)
+    folds = np.empty(y_pm.shape[0], dtype=np.int64)
+    for label in (-1.0, 1.0):
+        where = np.flatnonzero(y_pm == label)
+        folds[rng.permutation(where)] = np.arange(where.size) % PLATT_FOLDS
+    out = []
+    for k in range(PLATT_FOLDS):
+        test = folds == k
+        if test.any() and np.unique(y_pm[~test]).size == 2:
+            out.append((test, seed + k + 1))
+    return out
 
 
 class SVMClassifierBase(ClassifierMixin, BaseEstimator):
@@ -65,7 +86,11 @@ class SVMClassifierBase(ClassifierMixin, BaseEstimator):
             raise BsvmValueError(f"multiclass must be 'ovo' or 'ovr', got {scheme!r}.")
 
     def fit(self, X: Any, y: Any) -> SVMClassifierBase:
-        """Fit the classifier on X (n_samples, n_features) and labels y of any type; return self."""
+        """Fit the classifier on X (n_samples, n_features) and labels y of any type; return self.
+
+        The binary problems, and the Platt folds of each, are independent fits: they go through
+        ``joblib.Parallel(n_jobs=self.n_jobs)``, with the same seeds whatever ``n_jobs`` is.
+        """
         X, y = check_fit_data(self, X, y)
         self._check_common_params()
         self._validate_params_extra(X)
@@ -73,36 +98,39 @@ class SVMClassifierBase(ClassifierMixin, BaseEstimator):
         rng = check_random_state(getattr(self, "random_state", None))
         scheme = getattr(self, "multiclass", self._default_multiclass)
         self.binary_problems_ = binary_problems(self.classes_.size, scheme)
-        self.binary_models_ = []
-        self.platt_ = [] if getattr(self, "probability", False) else None
+        probability = bool(getattr(self, "probability", False))
+        problems = []
         for problem in self.binary_problems_:
             mask, y_pm = problem_targets(y_idx, problem)
-            Xp = X[mask]
-            seed = int(rng.randint(np.iinfo(np.int32).max))
-            self.binary_models_.append(self._fit_binary(Xp, y_pm, seed))
+            problems.append((mask, y_pm, int(rng.randint(np.iinfo(np.int32).max))))
+        folds = [_platt_folds(y_pm, seed) if probability else [] for _, y_pm, seed in problems]
+
+        def jobs() -> Iterator[Any]:  # lazy: one problem's rows are copied at a time
+            for (mask, y_pm, seed), problem_folds in zip(problems, folds, strict=True):
+                Xp = X[mask]
+                yield delayed(self._fit_binary)(Xp, y_pm, seed)
+                for test, fold_seed in problem_folds:
+                    yield delayed(self._held_out_decision)(Xp, y_pm, test, fold_seed)
+
+        results = iter(Parallel(n_jobs=getattr(self, "n_jobs", None))(jobs()))
+        self.binary_models_, self.platt_ = [], [] if probability else None
+        for (_, y_pm, _), problem_folds in zip(problems, folds, strict=True):
+            self.binary_models_.append(next(results))
             if self.platt_ is not None:
-                self.platt_.append(self._fit_platt_problem(Xp, y_pm, seed))
+                f = np.zeros(y_pm.shape[0])  # points of a fold too small to train on keep f = 0
+                for test, _ in problem_folds:
+                    f[test] = next(results)
+                self.platt_.append(fit_platt(f, y_pm))
         self._after_fit(X, y_idx)
         return self
 
-    def _fit_platt_problem(self, X: np.ndarray, y_pm: np.ndarray, seed: int) -> tuple[float, float]:
-        """Platt's (A, B) from out-of-fold decision values of ``PLATT_FOLDS`` stratified folds."""
-        rng = np.random.default_rng(seed)
-        folds = np.empty(y_pm.shape[0], dtype=np.int64)
-        for label in (-1.0, 1.0):
-            where = np.flatnonzero(y_pm == label)
-            folds[rng.permutation(where)] = np.arange(where.size) % PLATT_FOLDS
-        f = np.zeros(y_pm.shape[0])
-        for k in range(PLATT_FOLDS):
-            test = folds == k
-            train = ~test
-            if not test.any():
-                continue
-            if np.unique(y_pm[train]).size < 2:
-                continue  # fold too small to train on; its points keep f = 0 (no information)
-            model = self._fit_binary(X[train], y_pm[train], seed + k + 1)
-            f[test] = self._decision_binary(model, X[test])
-        return fit_platt(f, y_pm)
+    def _held_out_decision(
+        self, X: np.ndarray, y_pm: np.ndarray, test: np.ndarray, seed: int
+    ) -> np.ndarray:
+        """Decision values on ``X[test]`` of the binary model fitted on the other rows."""
+        train = ~test
+        model = self._fit_binary(X[train], y_pm[train], seed)
+        return self._decision_binary(model, X[test])
 
     # -- prediction ----------------------------------------------------------------------------
     def decision_function(self, X: Any) -> np.ndarray:

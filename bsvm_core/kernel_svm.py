@@ -66,6 +66,9 @@ class KernelSVM(SVMClassifierBase):
         OvO, normalised OvR) and enable ``predict_proba``.
     random_state : int, RandomState or None, default=None
         Seeds the folds of the probability calibration.
+    n_jobs : int or None, default=None
+        joblib workers for the binary problems and their Platt folds (independent fits); None
+        means 1 unless a ``joblib.parallel_config`` says otherwise. Results do not depend on it.
 
     Attributes
     ----------
@@ -105,6 +108,7 @@ class KernelSVM(SVMClassifierBase):
         multiclass: str = "ovo",
         probability: bool = False,
         random_state: Any = None,
+        n_jobs: int | None = None,
     ) -> None:
         self.C = C
         self.kernel = kernel
@@ -117,6 +121,7 @@ class KernelSVM(SVMClassifierBase):
         self.multiclass = multiclass
         self.probability = probability
         self.random_state = random_state
+        self.n_jobs = n_jobs
 
     # -- parameters ------------------------------------------------------------------------------
     def _validate_params_extra(self, X: np.ndarray) -> None:

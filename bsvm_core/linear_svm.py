@@ -54,6 +54,9 @@ class LinearSVM(SVMClassifierBase):
         Seeds the folds of the probability calibration (the solvers are deterministic).
     probability : bool, default=False
         Fit Platt's sigmoid on internal 5-fold decision values and enable ``predict_proba``.
+    n_jobs : int or None, default=None
+        joblib workers for the binary problems and their Platt folds (independent fits); None
+        means 1 unless a ``joblib.parallel_config`` says otherwise. Results do not depend on it.
 
     Attributes
     ----------
@@ -86,6 +89,7 @@ class LinearSVM(SVMClassifierBase):
         multiclass: str = "ovr",
         random_state: int | np.random.RandomState | None = None,
         probability: bool = False,
+        n_jobs: int | None = None,
     ) -> None:
         self.C = C
         self.solver = solver
@@ -96,6 +100,7 @@ class LinearSVM(SVMClassifierBase):
         self.multiclass = multiclass
         self.random_state = random_state
         self.probability = probability
+        self.n_jobs = n_jobs
 
     def _validate_params_extra(self, X: np.ndarray) -> None:
         if self.solver not in SOLVERS:

@@ -1,4 +1,4 @@
-"""The container recipe: hadolint clean and the promises of issue 3 (checked without a daemon)."""
+"""The container recipe: hadolint clean and the promises of issues 3 and 8 (checked without a daemon)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,12 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
+
+from service.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = ROOT / "Dockerfile"
@@ -58,26 +61,54 @@ def test_runs_as_non_root(instructions):
     assert user not in ("root", "0")
 
 
-def test_model_volume_and_env(instructions):
-    assert any("/data/models" in v for v in args_of(instructions, "VOLUME"))
-    env = " ".join(args_of(instructions, "ENV"))
-    assert "BSVM_MODEL_DIR=/data/models" in env
+def env_of(instructions) -> dict[str, str]:
+    """The image's ENV, as a dict (``KEY=value`` pairs)."""
+    pairs = " ".join(args_of(instructions, "ENV")).split()
+    return dict(pair.split("=", 1) for pair in pairs)
 
 
-def test_healthcheck_hits_liveness(instructions):
+def test_data_volume_and_env(instructions):
+    assert any("/data" in v.split('"') for v in args_of(instructions, "VOLUME"))
+    env = env_of(instructions)
+    assert env["BSVM_DATA_DIR"] == "/data"
+    assert env["BSVM_HOST"] == "0.0.0.0" and env["BSVM_PORT"] == "8000"
+
+
+def test_every_env_setting_is_a_real_setting(instructions):
+    fields = {f"BSVM_{name.upper()}" for name in Settings.model_fields}
+    names = {k for k in env_of(instructions) if k.startswith("BSVM_")}
+    assert names and names <= fields, names - fields
+
+
+def test_healthcheck_asks_readiness_on_the_configured_port(instructions):
     (check,) = args_of(instructions, "HEALTHCHECK")
-    assert "/health/live" in check
+    assert "/health/ready" in check and "BSVM_PORT" in check
 
 
-def test_uvicorn_is_the_command(instructions):
+def test_the_command_reads_every_setting(instructions):
+    # python -m service builds Settings() from the environment and hands host, port and workers to
+    # uvicorn; a bare uvicorn command line would ignore BSVM_HOST, BSVM_PORT and BSVM_WORKERS
     cmd = args_of(instructions, "CMD")[-1]
-    assert cmd.startswith('["uvicorn", "service.api.app:create_app", "--factory"')
+    assert cmd in ('["python", "-m", "service"]', '["bsvm-serve"]')
+    expose = args_of(instructions, "EXPOSE")
+    assert expose == [env_of(instructions)["BSVM_PORT"]]
+
+
+def test_extras_are_a_build_argument(instructions):
+    assert "EXTRAS=service" in args_of(instructions, "ARG")
+    (install,) = [run for run in args_of(instructions, "RUN") if "pip install" in run]
+    assert '"./[${EXTRAS}]"' in install
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    for extra in ("service", "s3", "dask", "postgres"):
+        assert extra in extras
 
 
 def test_dependencies_come_from_pyproject(instructions):
     copies = " ".join(args_of(instructions, "COPY"))
     assert "pyproject.toml" in copies
-    assert any("pip install" in run and "[service]" in run for run in args_of(instructions, "RUN"))
+    assert any("pip install" in run and "./[" in run for run in args_of(instructions, "RUN"))
     for source in ("pyproject.toml", "README.md", "bsvm_core", "service"):
         assert source in copies.split() and (ROOT / source).exists(), source
 

@@ -166,7 +166,10 @@ class JobQueue:
         self._dispatcher = threading.Thread(target=self._loop, name="job-dispatcher", daemon=True)
 
     def start(self) -> JobQueue:
-        """Start the dispatcher thread."""
+        """Start the dispatcher thread (and warm the executor up: the first fit starts faster)."""
+        warm = getattr(self.executor, "warm_up", None)
+        if warm is not None:
+            threading.Thread(target=warm, name="executor-warm-up", daemon=True).start()
         self._dispatcher.start()
         return self
 

@@ -128,11 +128,21 @@ def resolved_params(spec: ModelSpec, estimator: Any) -> dict[str, Any]:
     return {k: v for k, v in estimator.get_params().items() if k in exposed}
 
 
-def fit_and_evaluate(task: TrainTask, report: Callable[[float], None]) -> dict[str, Any]:
-    """Fit the task's estimator and measure it; the worker's whole job (also callable in-process)."""
+def fit_and_evaluate(
+    task: TrainTask, report: Callable[[float], None], *, n_jobs: int = 1
+) -> dict[str, Any]:
+    """Fit the task's estimator and measure it; the worker's whole job (also callable in-process).
+
+    ``n_jobs`` other than 1 is handed to an estimator that has the parameter (its joblib pieces
+    then go to the active joblib backend, e.g. a dask cluster); such a fit reports only the coarse
+    stages, because its progress hook cannot travel to the processes that run the pieces.
+    """
     estimator = task.spec.make_estimator(task.params)
+    parallel = n_jobs != 1 and "n_jobs" in estimator.get_params()
+    if parallel:
+        estimator.set_params(n_jobs=n_jobs)
     report(0.15)
-    detach = _attach_progress(estimator, report)
+    detach = (lambda est: None) if parallel else _attach_progress(estimator, report)
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -158,11 +168,11 @@ def fit_and_evaluate(task: TrainTask, report: Callable[[float], None]) -> dict[s
     }
 
 
-def worker_main(task: TrainTask, messages: Any) -> None:
+def worker_main(task: TrainTask, messages: Any, n_jobs: int = 1) -> None:
     """Entry point of the worker process: put progress, then one final message, on ``messages``."""
     messages.put(("progress", 0.1))
     try:
-        result = fit_and_evaluate(task, lambda f: messages.put(("progress", f)))
+        result = fit_and_evaluate(task, lambda f: messages.put(("progress", f)), n_jobs=n_jobs)
     except ValueError as exc:
         messages.put(("invalid", str(exc)[:500]))
     except Exception as exc:
@@ -185,11 +195,17 @@ def run_in_process(
     cancelled: threading.Event,
     on_progress: Callable[[float], None] = lambda f: None,
     poll_s: float = 0.05,
+    target: Callable[..., None] = worker_main,
+    extra_args: tuple[Any, ...] = (),
 ) -> Outcome:
-    """Run ``worker_main`` in a fresh process; kill it on timeout or when ``cancelled`` is set."""
+    """Run ``target(task, messages, *extra_args)`` (``worker_main``) in a fresh process.
+
+    The process is killed on timeout or when ``cancelled`` is set; ``target`` must be importable
+    by name and speak ``worker_main``'s messages.
+    """
     ctx = worker_context()
     messages = ctx.Queue()
-    process = ctx.Process(target=worker_main, args=(task, messages), daemon=True)
+    process = ctx.Process(target=target, args=(task, messages, *extra_args), daemon=True)
     deadline = time.monotonic() + timeout_s
     process.start()
     try:

@@ -2,7 +2,10 @@
 
 import numpy as np
 import pytest
+from joblib import parallel_config
+from sklearn.datasets import load_iris
 
+from bsvm_core import KernelSVM, LinearSVM
 from bsvm_core.multiclass import REST, binary_problems, ovo_votes, problem_targets
 
 
@@ -32,3 +35,21 @@ def test_votes_dominate_and_ties_go_to_confidence() -> None:
     # a clear majority wins whatever the confidences
     D = np.array([[5.0, -0.1, -0.1]])  # 1 beats 0 and 1 beats 2; 0 beats 2
     assert np.argmax(ovo_votes(D, problems, 3)[0]) == 1
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda n_jobs: KernelSVM(probability=True, random_state=0, n_jobs=n_jobs),
+        lambda n_jobs: LinearSVM(multiclass="ovo", probability=True, random_state=0, n_jobs=n_jobs),
+    ],
+    ids=["kernel_ovo", "linear_ovo"],
+)
+def test_parallel_problems_and_folds_give_the_sequential_fit(make) -> None:
+    X, y = load_iris(return_X_y=True)
+    sequential = make(None).fit(X, y)
+    with parallel_config(backend="threading"):
+        parallel = make(2).fit(X, y)
+    np.testing.assert_array_equal(parallel.decision_function(X), sequential.decision_function(X))
+    np.testing.assert_array_equal(parallel.predict_proba(X), sequential.predict_proba(X))
+    assert parallel.platt_ == sequential.platt_ and len(parallel.platt_) == 3
