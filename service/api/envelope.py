@@ -27,13 +27,12 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from service.errors import ApiError, BadRequest, ErrorBody, ErrorDetail, InvalidInput, detail
+from service.repository.model_types import build_registry
 
 REQUEST_ID_HEADER = "X-Request-ID"
 
-#: Model types of api.md; a discriminated union puts the tag in error locations, which we drop.
-MODEL_TYPE_TAGS = frozenset(
-    {"linear_svm", "kernel_svm", "em_svm", "ecme_svm", "mcmc_svm", "spike_slab_svm", "lda", "qda"}
-)
+#: Model types; a discriminated union puts the tag in error locations, which we drop.
+MODEL_TYPE_TAGS = frozenset(build_registry())
 #: Location parts that name a pydantic union member or validator, not a field.
 _TYPE_TAG = re.compile(r"^(?:[a-z-]+\[.*\]|int|float|str|bool|none|list|dict)$")
 _LOCATION_ROOTS = frozenset({"body", "query", "path", "header", "cookie"})

@@ -8,6 +8,7 @@ metric                                    kind       labels
 ``bsvm_trainings_total``                  counter    model_type, outcome
 ``bsvm_training_duration_seconds``        histogram  model_type
 ``bsvm_models_cached``                    gauge      (none)
+``bsvm_models_cached_bytes``              gauge      (none)
 ========================================  =========  ===============================
 
 ``route`` is the path template (``/models/{model_id}``), so ids never become label values.
@@ -68,6 +69,11 @@ class Metrics:
         self.models_cached = Gauge(
             "bsvm_models_cached", "Fitted models held in the LRU cache.", registry=self.registry
         )
+        self.models_cached_bytes = Gauge(
+            "bsvm_models_cached_bytes",
+            "Artifact bytes of the fitted models held in the LRU cache (BSVM_MODEL_CACHE_MB).",
+            registry=self.registry,
+        )
         self.router = self._make_router()
 
     def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
@@ -81,8 +87,9 @@ class Metrics:
         self.training_seconds.labels(model_type).observe(seconds)
 
     def watch_store(self, store: Any) -> None:
-        """Read ``store.cached_count`` (fitted models held loaded) at every scrape."""
+        """Read ``store.cached_count`` and ``cached_bytes`` at every scrape."""
         self.models_cached.set_function(lambda: float(store.cached_count))
+        self.models_cached_bytes.set_function(lambda: float(store.cached_bytes))
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every collector."""

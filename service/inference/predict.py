@@ -12,10 +12,13 @@ from bsvm_core.bayesian_summary import draw_summary
 from service.data_checks import as_matrix, check_feature_names, check_n_features
 from service.errors import Conflict, InvalidInput, detail
 from service.inference.plots import CoefficientTrace
+from service.repository.model_types import model_types_with
 from service.repository.store import ModelStore
 from service.settings import Settings
 
 FLOAT_MAX = float(np.finfo(np.float64).max)
+DRAWS = model_types_with("draws")
+BAYESIAN = model_types_with("mode", "draws")
 
 
 def _floats(values: Any) -> list[Any]:
@@ -54,7 +57,7 @@ def _interval(estimator: Any, X: np.ndarray, level: float) -> dict[str, Any]:
     except ValueError as exc:  # e.g. EM/ECME: a mode, no posterior draws
         raise Conflict(
             f"this model cannot give intervals: {exc}",
-            [detail("outputs", "interval needs posterior draws (mcmc_svm, spike_slab_svm)")],
+            [detail("outputs", f"interval needs posterior draws ({DRAWS})")],
         ) from None
     return {"level": level, "lower": _floats(lower), "upper": _floats(upper)}
 
@@ -80,8 +83,8 @@ def predict(store: ModelStore, settings: Settings, body: Any) -> dict[str, Any]:
         )
     if "interval" in outputs and not hasattr(estimator, "predict_interval"):
         raise Conflict(
-            f"model {model_id} is not Bayesian ({record['model_type']}); intervals need a "
-            "Bayesian model (em_svm, ecme_svm, mcmc_svm, spike_slab_svm)",
+            f"model {model_id} ({record['model_type']}) has no posterior draws; intervals need "
+            f"a model fitted by sampling ({DRAWS})",
             [detail("outputs", "interval is not available for this model")],
         )
     out: dict[str, Any] = {
@@ -134,8 +137,7 @@ def posterior(
     if not hasattr(estimator, "posterior_summary"):
         raise Conflict(
             f"model {model_id} is a {record['model_type']}, which has no posterior; coefficient "
-            "intervals exist only for Bayesian models (em_svm, ecme_svm, mcmc_svm, "
-            "spike_slab_svm)",
+            f"summaries exist only for Bayesian models ({BAYESIAN})",
             [detail("model_id", "not a Bayesian model")],
         )
     coefficients = [_clean(entry) for entry in estimator.posterior_summary(level, scale=scale)]
@@ -213,13 +215,13 @@ def coefficient_trace(
     if not hasattr(estimator, "posterior_summary"):
         raise Conflict(
             f"model {model_id} ({model_type}) is not Bayesian and has no posterior; trace "
-            "plots exist only for Bayesian models fitted by sampling (mcmc_svm, spike_slab_svm)",
+            f"plots exist only for Bayesian models fitted by sampling ({DRAWS})",
             [detail("model_id", "not a Bayesian model")],
         )
     if not hasattr(estimator, "beta_draws_std_"):
         raise Conflict(
             f"model {model_id} ({model_type}) has a posterior mode but no posterior draws "
-            "to plot; trace plots need a model fitted by sampling (mcmc_svm, spike_slab_svm)",
+            f"to plot; trace plots need a model fitted by sampling ({DRAWS})",
             [detail("model_id", "no posterior draws (EM/ECME give the mode only)")],
         )
     names = _coefficient_names(estimator, record)

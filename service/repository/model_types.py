@@ -135,6 +135,8 @@ class ModelSpec:
     estimator_class: type
     params_model: type[Params]
     fixed: dict[str, Any] = field(default_factory=dict)
+    posterior: Literal["none", "mode", "draws"] = "none"
+    """What the model knows of its coefficients' posterior: nothing, its mode, or draws."""
 
     def make_estimator(self, params: dict[str, Any]) -> Any:
         """A fresh estimator with ``params`` (plus this type's fixed ones, e.g. ``method``)."""
@@ -152,11 +154,18 @@ def build_registry() -> Registry:
     specs = (
         ModelSpec("linear_svm", LinearSVM, LinearSVMParams),
         ModelSpec("kernel_svm", KernelSVM, KernelSVMParams),
-        ModelSpec("em_svm", BayesianSVM, EMParams, {"method": "em"}),
-        ModelSpec("ecme_svm", BayesianSVM, ECMEParams, {"method": "ecme"}),
-        ModelSpec("mcmc_svm", BayesianSVM, MCMCParams, {"method": "mcmc"}),
-        ModelSpec("spike_slab_svm", BayesianSVM, SpikeSlabParams, {"method": "spike_slab"}),
+        ModelSpec("em_svm", BayesianSVM, EMParams, {"method": "em"}, "mode"),
+        ModelSpec("ecme_svm", BayesianSVM, ECMEParams, {"method": "ecme"}, "mode"),
+        ModelSpec("mcmc_svm", BayesianSVM, MCMCParams, {"method": "mcmc"}, "draws"),
+        ModelSpec(
+            "spike_slab_svm", BayesianSVM, SpikeSlabParams, {"method": "spike_slab"}, "draws"
+        ),
         ModelSpec("lda", LDA, LDAParams),
         ModelSpec("qda", QDA, QDAParams),
     )
     return {spec.model_type: spec for spec in specs}
+
+
+def model_types_with(*posterior: str) -> str:
+    """The built-in model types whose posterior is one of ``posterior``, as ``a, b, c``."""
+    return ", ".join(t for t, spec in build_registry().items() if spec.posterior in posterior)

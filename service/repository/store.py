@@ -83,6 +83,11 @@ class ModelStore:
         """Estimators held loaded."""
         return self.cache.count
 
+    @property
+    def cached_bytes(self) -> int:
+        """Artifact bytes of the estimators held loaded."""
+        return self.cache.bytes_used
+
     # -- artifacts -----------------------------------------------------------------------------
     def _digest(self, data: bytes) -> str:
         if self._key:
@@ -128,6 +133,7 @@ class ModelStore:
                 "artifact of model %s failed its %s check; refused, not loaded",
                 model_id,
                 self.digest_alg,
+                extra={"fields": {"model_id": model_id}},
             )
             raise ArtifactRefused(
                 f"the artifact of model {model_id} failed its integrity check and was not loaded"

@@ -33,6 +33,7 @@ from service.training.worker import (
     PRELOAD,
     Outcome,
     TrainTask,
+    WorkerMessage,
     run_in_process,
     warm_up,
     worker_context,
@@ -300,7 +301,11 @@ def dask_fit_main(task: TrainTask, messages: Any, scheduler_address: str) -> Non
 
         client = Client(scheduler_address, timeout=CONNECT_TIMEOUT_S)
     except Exception as exc:
-        messages.put(("failed", f"the fit could not connect to the dask scheduler: {exc!r}"[:500]))
+        messages.put(
+            WorkerMessage(
+                "failed", f"the fit could not connect to the dask scheduler: {exc!r}"[:500]
+            )
+        )
         return
     try:
         with joblib.parallel_config(backend="dask"):

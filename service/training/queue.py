@@ -478,7 +478,7 @@ class JobQueue:
         if outcome.status == "succeeded" and outcome.result is not None:
             try:
                 record = self.store.save(
-                    outcome.result["estimator"], build_record(task, outcome.result)
+                    outcome.result.estimator, build_record(task, outcome.result)
                 )
             except Exception:
                 logger.exception("storing the model of job %s failed", job_id)

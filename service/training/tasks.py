@@ -22,7 +22,7 @@ from service.errors import InvalidInput, detail
 from service.repository.model_types import Registry
 from service.settings import Settings
 from service.training.evaluation import heldout_split
-from service.training.worker import TrainTask
+from service.training.worker import FitResult, TrainTask
 
 LIBRARIES = ("bsvm", "numpy", "scipy", "scikit-learn", "joblib")
 ITERATION_PARAMS = ("max_iter", "n_draws", "burn_in")
@@ -116,21 +116,21 @@ def library_versions() -> dict[str, str | None]:
     }
 
 
-def build_record(task: TrainTask, result: dict[str, Any]) -> dict[str, Any]:
+def build_record(task: TrainTask, result: FitResult) -> dict[str, Any]:
     """The model record (without id, version and digest, which the store adds)."""
-    estimator = result["estimator"]
-    metrics = dict(result["metrics"])
+    estimator = result.estimator
+    metrics = dict(result.metrics)
     if metrics.get("heldout") is not None:
         metrics["heldout"] = {**metrics["heldout"], **task.meta["evaluation"]}
     return jsonable(
         {
             "name": task.meta["name"],
             "model_type": task.model_type,
-            "params": result["params"],
+            "params": result.params,
             "classes": estimator.classes_.tolist(),
             "n_features": int(estimator.n_features_in_),
             "feature_names": task.meta["feature_names"],
-            "training": result["training"],
+            "training": result.training,
             "metrics": metrics,
             "created_at": datetime.now(UTC).isoformat(timespec="milliseconds"),
             "random_state": task.meta["random_state"],

@@ -60,11 +60,30 @@ class TrainTask:
 
 
 @dataclass
+class FitResult:
+    """What a worker sends back: the fitted estimator and what the record says of the fit."""
+
+    estimator: Any
+    params: dict[str, Any]
+    training: dict[str, Any]
+    metrics: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class WorkerMessage:
+    """One message from a worker: ``progress`` (a fraction), then ``done`` (a ``FitResult``),
+    ``invalid`` or ``failed`` (a message)."""
+
+    kind: str
+    payload: Any = None
+
+
+@dataclass
 class Outcome:
     """How a worker ended: ``succeeded`` (with ``result``), ``invalid``, ``failed``, ``timeout``, ``cancelled``."""
 
     status: str
-    result: dict[str, Any] | None = None
+    result: FitResult | None = None
     message: str = ""
 
 
@@ -154,32 +173,34 @@ def fit_and_evaluate(
         metrics["heldout"] = classification_metrics(estimator, task.X_test, task.y_test)
     report(0.9)
     messages = sorted({f"{w.category.__name__}: {w.message}"[:300] for w in caught})
-    return {
-        "estimator": estimator,
-        "params": resolved_params(task.spec, estimator),
-        "training": {
+    return FitResult(
+        estimator=estimator,
+        params=resolved_params(task.spec, estimator),
+        training={
             "n_samples": int(task.X.shape[0]),
             "seconds": round(seconds, 6),
             "n_iter": _scalar_or_list(getattr(estimator, "n_iter_", None)),
             "converged": _converged(estimator),
             "warnings": messages,
         },
-        "metrics": metrics,
-    }
+        metrics=metrics,
+    )
 
 
 def worker_main(task: TrainTask, messages: Any, n_jobs: int = 1) -> None:
     """Entry point of the worker process: put progress, then one final message, on ``messages``."""
-    messages.put(("progress", 0.1))
+    messages.put(WorkerMessage("progress", 0.1))
     try:
-        result = fit_and_evaluate(task, lambda f: messages.put(("progress", f)), n_jobs=n_jobs)
+        result = fit_and_evaluate(
+            task, lambda f: messages.put(WorkerMessage("progress", f)), n_jobs=n_jobs
+        )
     except ValueError as exc:
-        messages.put(("invalid", str(exc)[:500]))
+        messages.put(WorkerMessage("invalid", str(exc)[:500]))
     except Exception as exc:
         traceback.print_exc()
-        messages.put(("failed", f"{type(exc).__name__}: {str(exc)[:500]}"))
+        messages.put(WorkerMessage("failed", f"{type(exc).__name__}: {str(exc)[:500]}"))
     else:
-        messages.put(("done", result))
+        messages.put(WorkerMessage("done", result))
 
 
 def _stop(process: Any) -> None:
@@ -218,22 +239,22 @@ def run_in_process(
                     "timeout", message=f"training exceeded the time limit of {timeout_s:g} s"
                 )
             try:
-                kind, payload = messages.get(timeout=min(poll_s, remaining))
+                message = messages.get(timeout=min(poll_s, remaining))
             except queue_mod.Empty:
                 if process.is_alive():
                     continue
                 try:
-                    kind, payload = messages.get(timeout=1.0)
+                    message = messages.get(timeout=1.0)
                 except queue_mod.Empty:
                     return Outcome(
                         "failed", message=f"worker exited unexpectedly (code {process.exitcode})"
                     )
-            if kind == "progress":
-                on_progress(float(payload))
-            elif kind == "done":
-                return Outcome("succeeded", result=payload)
+            if message.kind == "progress":
+                on_progress(float(message.payload))
+            elif message.kind == "done":
+                return Outcome("succeeded", result=message.payload)
             else:
-                return Outcome(kind, message=str(payload))
+                return Outcome(message.kind, message=str(message.payload))
     finally:
         _stop(process)
         messages.close()

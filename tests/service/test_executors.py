@@ -87,10 +87,10 @@ def test_dask_fit_equals_the_local_fit(executor, cancer):
     task = task_of("kernel_svm", {"C": 2.0, "probability": True, "random_state": 3}, X, y)
     remote, local = run(executor, task), run(LocalExecutor(), task)
     assert remote.status == local.status == "succeeded", remote.message
-    a, b = remote.result["estimator"], local.result["estimator"]
+    a, b = remote.result.estimator, local.result.estimator
     np.testing.assert_array_equal(a.predict(X), b.predict(X))
     np.testing.assert_allclose(a.predict_proba(X), b.predict_proba(X), rtol=1e-12)
-    assert remote.result["metrics"] == local.result["metrics"]
+    assert remote.result.metrics == local.result.metrics
 
 
 def test_progress_arrives_from_the_worker(executor):
@@ -148,7 +148,7 @@ def test_mcmc_chains_run_as_cluster_tasks_and_match_the_local_draws(cluster, exe
     assert any(k.endswith("-fit") and k.startswith("bsvm-") for k in keys), keys
     chain_tasks = [k for k in keys if not k.startswith("bsvm-")]
     assert chain_tasks, keys  # the chains ran as tasks of their own, beside the outer one
-    a, b = remote.result["estimator"], local.result["estimator"]
+    a, b = remote.result.estimator, local.result.estimator
     assert a.n_jobs == -1 and b.n_jobs == 1
     np.testing.assert_array_equal(a.coef_draws_, b.coef_draws_)
     np.testing.assert_array_equal(a.intercept_draws_, b.intercept_draws_)

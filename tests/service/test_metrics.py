@@ -53,6 +53,7 @@ def test_trainings_and_cache_gauge():
 
     class FakeStore:
         cached_count = 7
+        cached_bytes = 4096
 
     metrics.watch_store(FakeStore())
     got = samples(metrics.render().decode())
@@ -62,9 +63,20 @@ def test_trainings_and_cache_gauge():
     assert got[("bsvm_trainings_total", timeout)] == 1
     assert got[("bsvm_training_duration_seconds_sum", (("model_type", "lda"),))] == 0.2 + 0.4
     assert got[("bsvm_models_cached", ())] == 7
+    assert got[("bsvm_models_cached_bytes", ())] == 4096
 
 
-def test_models_cached_reads_the_live_store(tmp_path):
-    with TestClient(create_app(Settings(data_dir=tmp_path))) as client:
-        got = samples(client.get("/metrics").text)
-    assert got[("bsvm_models_cached", ())] == 0
+def test_models_cached_reads_the_live_store(tmp_path, iris):
+    X, y = iris
+    with TestClient(create_app(Settings(data_dir=tmp_path, log_level="warning"))) as client:
+        before = samples(client.get("/metrics").text)
+        trained = client.post(
+            "/train", json={"model_type": "lda", "X": X.tolist(), "y": y.tolist()}
+        )
+        held = samples(client.get("/metrics").text)
+        client.delete(f"/models/{trained.json()['model_id']}")
+        after = samples(client.get("/metrics").text)
+    assert before[("bsvm_models_cached", ())] == 0
+    assert held[("bsvm_models_cached", ())] == 1
+    assert held[("bsvm_models_cached_bytes", ())] == trained.json()["artifact_bytes"]
+    assert after[("bsvm_models_cached", ())] == 0 and after[("bsvm_models_cached_bytes", ())] == 0

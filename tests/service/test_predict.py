@@ -85,7 +85,7 @@ def test_interval_on_a_non_bayesian_model_is_409(client, iris, iris_model):
     r = client.post(
         "/predict", json={"model": "iris", "X": X[:1].tolist(), "outputs": ["interval"]}
     )
-    assert r.status_code == 409 and "Bayesian" in r.json()["error"]
+    assert r.status_code == 409 and "posterior draws" in r.json()["error"]
 
 
 def test_probability_without_probabilities_is_409(client, iris):

@@ -12,6 +12,7 @@ import pytest
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 
 from service.errors import ArtifactRefused, InvalidInput, NotFound
+from service.logs import JsonFormatter
 from service.repository.opening import open_store
 from service.repository.registry import is_model_id
 from service.repository.store import ModelStore
@@ -113,7 +114,7 @@ def test_resolve_forms(store):
             store.resolve(malformed)
 
 
-def test_tampered_artifact_is_refused_and_never_unpickled(store, settings, monkeypatch):
+def test_tampered_artifact_is_refused_and_never_unpickled(store, settings, monkeypatch, caplog):
     rec = store.save(fitted(), record())
     store.cache.clear()
     path = artifact_path(settings, rec["model_id"])
@@ -128,6 +129,9 @@ def test_tampered_artifact_is_refused_and_never_unpickled(store, settings, monke
     with pytest.raises(ArtifactRefused) as info:
         store.load(rec["model_id"])
     assert info.value.status_code == 409 and "integrity" in info.value.message
+    refused = [r for r in caplog.records if "refused" in r.getMessage()]
+    line = json.loads(JsonFormatter().format(refused[-1]))  # the log line as the server writes it
+    assert line["model_id"] == rec["model_id"] and line["level"] == "ERROR"
 
 
 def test_truncated_or_missing_artifact_is_refused(store, settings):
