@@ -191,3 +191,69 @@ def kernel_row_function(
 
         return row
     raise ValueError(f"kernel must be one of {KERNELS} or a callable, got {kernel!r}.")
+
+
+BlockFunction = Callable[[np.ndarray, np.ndarray], None]
+"""``block(idx, out)`` writes the kernel rows K(X[idx], X) into ``out`` of shape (len(idx), n)."""
+
+
+def kernel_block_function(
+    X: np.ndarray,
+    kernel: str | Callable[..., Any],
+    gamma: float = 1.0,
+    degree: int = 3,
+    coef0: float = 0.0,
+    dtype: type = np.float32,
+) -> BlockFunction:
+    """Return ``block(idx, out)`` writing K(X[idx], X) into ``out`` (dtype ``dtype``) by one GEMM.
+
+    rbf folds the squared norms into the product, −γ‖x_i − x_t‖² = [2γx_i, −γ‖x_i‖², −1] ·
+    [x_t, 1, γ‖x_t‖²], on centred X (translation invariance keeps the norms, hence the cancellation,
+    small), so a block costs one (q, d + 2) × (d + 2, n) product and an exponential. Distances are
+    not clipped at 0, so K may exceed 1 by a rounding error: callers floor the curvature.
+    """
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    if callable(kernel):
+
+        def block(idx: np.ndarray, out: np.ndarray) -> None:
+            out[...] = kernel_matrix(X[idx], X, kernel)
+
+        return block
+    if kernel == "rbf":
+        Xc = X - X.mean(axis=0)
+        g_sq = gamma * np.einsum("ij,ij->i", Xc, Xc)
+        n = Xc.shape[0]
+        left = np.hstack([2.0 * gamma * Xc, -g_sq[:, None], -np.ones((n, 1))]).astype(dtype)
+        right_t = np.ascontiguousarray(np.hstack([Xc, np.ones((n, 1)), g_sq[:, None]]).T, dtype)
+
+        def block(idx: np.ndarray, out: np.ndarray) -> None:
+            np.dot(left[idx], right_t, out=out)
+            np.exp(out, out=out)
+
+        return block
+    Xd = X.astype(dtype)
+    Xt = np.ascontiguousarray(Xd.T)
+    if kernel == "linear":
+
+        def block(idx: np.ndarray, out: np.ndarray) -> None:
+            np.dot(Xd[idx], Xt, out=out)
+
+        return block
+    Xg = (X * gamma).astype(dtype)
+    if kernel == "poly":
+
+        def block(idx: np.ndarray, out: np.ndarray) -> None:
+            np.dot(Xg[idx], Xt, out=out)
+            out += coef0
+            np.power(out, degree, out=out)
+
+        return block
+    if kernel == "sigmoid":
+
+        def block(idx: np.ndarray, out: np.ndarray) -> None:
+            np.dot(Xg[idx], Xt, out=out)
+            out += coef0
+            np.tanh(out, out=out)
+
+        return block
+    raise ValueError(f"kernel must be one of {KERNELS} or a callable, got {kernel!r}.")
