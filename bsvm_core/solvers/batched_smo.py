@@ -40,6 +40,13 @@ from .smo import (
 MAX_WORKING_SET = 1024
 """Upper bound on q: larger sets make the Python-level subproblem solve the bottleneck."""
 
+SUBPROBLEM_STEPS_PER_VARIABLE = 10
+"""Cap on pair updates per subproblem, times q: bounds the work between two global checks (with
+C = inf a divergent subproblem would otherwise use up max_iter before the hull test runs)."""
+
+SHRINK_MIN_FRACTION = 0.05
+"""Shrink only when at least this fraction of the active set goes (each shrink copies the rows)."""
+
 LOCAL_TOL_FRACTION = 0.1
 """Subproblem tolerance: max(tol, this × the subproblem's initial gap) (ThunderSVM)."""
 
@@ -76,6 +83,33 @@ def select_violators(
         rest = rest[~np.isin(rest, chosen)][: k - chosen.size]
         chosen = np.concatenate([chosen, rest])
     return chosen
+
+
+def reconstruct_gradient(
+    block: BlockFunction,
+    F: np.ndarray,
+    alpha: np.ndarray,
+    y: np.ndarray,
+    idx: np.ndarray,
+    store: np.ndarray,
+    dtype: type,
+) -> int:
+    """F_t = y_t − Σ_s α_s y_s K_st for t in ``idx`` (in place), by blocks of support rows; rows made.
+
+    ``store`` is scratch memory; each block of rows s is (len(store) // len(idx), len(idx)).
+    """
+    if idx.size == 0:
+        return 0
+    support = np.flatnonzero(alpha > 0.0)
+    chunk = max(1, store.size // idx.size)
+    acc = y[idx].copy()
+    for start in range(0, support.size, chunk):
+        s = support[start : start + chunk]
+        rows = store[: s.size * idx.size].reshape(s.size, idx.size)
+        block(s, rows, idx)
+        acc -= (alpha[s] * y[s]).astype(dtype) @ rows
+    F[idx] = acc
+    return int(support.size)
 
 
 def solve_subproblem(
@@ -170,6 +204,7 @@ def batched_smo_solve(
     dtype: type = np.float32,
     ws_size: int | None = None,
     floor_curvature: bool = True,
+    shrinking: bool = True,
 ) -> SMOResult:
     """Solve the C-SVC dual by SMO on batched working sets (see the module docstring).
 
@@ -195,6 +230,9 @@ def batched_smo_solve(
         Working-set size q (even); None chooses it from n and ``cache_mb``.
     floor_curvature : bool
         As in :func:`.smo.smo_solve`.
+    shrinking : bool
+        Drop bound variables that cannot violate at the current extremes from the kernel rows and
+        the gradient update; when the rest is solved, recompute their F exactly and go on with all.
 
     Returns
     -------
@@ -211,53 +249,81 @@ def batched_smo_solve(
     n = y.shape[0]
     if max_iter is None:
         max_iter = default_max_iter(n)
-    q = ws_size or working_set_size(n, cache_mb, np.dtype(dtype).itemsize)
-    q = min(q, n)
+    q = min(ws_size or working_set_size(n, cache_mb, np.dtype(dtype).itemsize), n)
     half = q // 2
     whole = q == n  # the subproblem is the whole problem: one solve to tol
+    shrinking = shrinking and not whole
     hard = math.isinf(C)
 
     alpha = np.zeros(n)
     F = y.copy()
-    rows = np.empty((q, n), dtype=dtype)
+    store = np.empty(q * n, dtype=dtype)  # the working set's rows over the active columns
+    active = np.arange(n)  # not shrunk (Joachims 1999; libsvm's shrinking)
+    position = np.arange(n)  # of each index in ``active``
     ws = np.empty(q, dtype=np.intp)
     in_ws = np.zeros(n, dtype=bool)
-    n_iter = n_rows = n_outer = 0
+    ws_len = 0
+    n_iter = n_rows = n_outer = stalled = 0
     converged = False
     min_distance = -1.0
-    stalled = 0
     while n_iter < max_iter:
-        up, low = up_low_masks(alpha, y, C)
-        gap = float(F[up].max(initial=-np.inf) - F[low].min(initial=np.inf))
-        if gap < tol:
-            converged = True
-            break
-        if n_outer == 0:
-            new = select_violators(F, up, low, in_ws, q)
+        n_act = active.size
+        a_A, F_A = alpha[active], F[active]
+        up, low = up_low_masks(a_A, y[active], C)
+        m = float(F_A[up].max(initial=-np.inf))
+        M = float(F_A[low].min(initial=np.inf))
+        if m - M < tol:
+            if n_act == n:
+                converged = True
+                break
+            # the active problem is solved: exact F of the shrunk, then go on with everything
+            inactive = np.flatnonzero(position < 0)
+            n_rows += reconstruct_gradient(block, F, alpha, y, inactive, store, dtype)
+            active, position = np.arange(n), np.arange(n)
+            in_ws[:] = False
+            ws_len = 0
+            shrinking = False
+            continue
+        if shrinking and n_outer > 0:
+            # at a bound, in only one of I_up / I_low, and beyond the other side's extreme
+            drop = (up & ~low & (F_A < M)) | (low & ~up & (m < F_A))
+            drop &= ~in_ws[active]
+            n_drop = int(np.count_nonzero(drop))
+            if n_drop >= SHRINK_MIN_FRACTION * n_act:
+                keep = ~drop
+                n_keep = n_act - n_drop
+                for s in range(ws_len):  # compact each row in place, front to back
+                    store[s * n_keep : (s + 1) * n_keep] = store[s * n_act : (s + 1) * n_act][keep]
+                active = active[keep]
+                position[:] = -1
+                position[active] = np.arange(n_keep)
+                n_act = n_keep
+                F_A, up, low = F_A[keep], up[keep], low[keep]
+        rows = store[: q * n_act].reshape(q, n_act)
+        cols = None if n_act == n else active
+        if ws_len == 0:
+            new = active[select_violators(F_A, up, low, in_ws[active], q)]
             slots = slice(0, new.size)
             ws_len = new.size
         elif whole:
-            new = np.empty(0, np.intp)
-            slots = slice(0, 0)
+            new, slots = np.empty(0, np.intp), slice(0, 0)
         else:
             lo = half * (n_outer % 2)  # FIFO of halves: overwrite the older one
             in_ws[ws[lo : lo + half]] = False
-            new = select_violators(F, up, low, in_ws, half)
+            new = active[select_violators(F_A, up, low, in_ws[active], half)]
             slots = slice(lo, lo + new.size)
         if new.size:
             ws[slots] = new
             in_ws[new] = True
-            block(new, rows[slots])
+            block(new, rows[slots], cols)
             n_rows += new.size
         if hard and min_distance < 0.0:
-            i0 = int(ws[0])
-            spread = float(np.max(diag[i0] + diag - 2.0 * rows[0]))
+            spread = float(np.max(diag[ws[0]] + diag[active] - 2.0 * rows[0]))
             min_distance = MIN_RELATIVE_MARGIN * math.sqrt(max(spread, 0.0))
         B = ws[:ws_len]
         R = rows[:ws_len]
-        K_BB = R[:, B].astype(np.float64, order="C")
-        alpha_B = alpha[B]
-        F_B = F[B]
+        K_BB = R[:, position[B]].astype(np.float64, order="C")
+        alpha_B, F_B = alpha[B], F[B]
         steps, _ = solve_subproblem(
             K_BB,
             diag[B],
@@ -266,7 +332,7 @@ def batched_smo_solve(
             alpha_B,
             C,
             tol,
-            max_iter - n_iter,
+            min(max_iter - n_iter, SUBPROBLEM_STEPS_PER_VARIABLE * ws_len),
             floor_curvature,
             0.0 if whole else LOCAL_TOL_FRACTION,
         )
@@ -276,7 +342,11 @@ def batched_smo_solve(
         alpha[B] = alpha_B
         nz = np.flatnonzero(coef)
         if nz.size and not whole:
-            F -= coef[nz].astype(dtype) @ R[nz] if 2 * nz.size < ws_len else coef.astype(dtype) @ R
+            if 2 * nz.size < ws_len:
+                F_A -= coef[nz].astype(dtype) @ R[nz]
+            else:
+                F_A -= coef.astype(dtype) @ R
+            F[active] = F_A
         F[B] = F_B  # the subproblem's float64 values of the same update
         stalled = stalled + 1 if steps == 0 else 0
         if stalled >= 2:
