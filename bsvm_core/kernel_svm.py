@@ -1,4 +1,4 @@
-"""KernelSVM: the C-SVC dual solved by SMO (``solvers.smo``) behind a scikit-learn estimator."""
+"""KernelSVM: the C-SVC dual by SMO (``solvers.smo``, ``solvers.batched_smo``) behind a scikit-learn estimator."""
 
 from __future__ import annotations
 
@@ -50,7 +50,9 @@ class KernelSVM(SVMClassifierBase):
     """Kernel support-vector classifier: the libsvm C-SVC dual by SMO with WSS3.
 
     Minimises ½ αᵀQα − eᵀα subject to yᵀα = 0 and 0 ≤ α ≤ C (Q_ij = y_i y_j k(x_i, x_j)) with the
-    second-order working-set selection of Fan, Chen & Lin (2005) and a bounded kernel-row cache.
+    second-order working-set selection of Fan, Chen & Lin (2005): one pair at a time with a bounded
+    kernel-row cache below ``BATCHED_MIN_ROWS`` rows, else on batched working sets with float32
+    kernel blocks and shrinking (``solvers.batched_smo``).
 
     Parameters
     ----------
@@ -71,7 +73,8 @@ class KernelSVM(SVMClassifierBase):
     max_iter : int or None, default=None
         SMO iteration cap per binary problem; None is libsvm's max(10⁷, 100 n).
     cache_mb : float, default=200
-        Memory budget of the kernel-row cache (float32 rows) of each binary problem.
+        Memory budget of the kernel rows of each binary problem (float64 row cache for small
+        problems, the float32 rows of the batched working set for large ones).
     multiclass : {"ovo", "ovr"}, default="ovo"
         One-vs-one (votes, ties by summed confidence) or one-vs-rest (largest decision value).
     probability : bool, default=False

@@ -342,10 +342,7 @@ def batched_smo_solve(
         alpha[B] = alpha_B
         nz = np.flatnonzero(coef)
         if nz.size and not whole:
-            if 2 * nz.size < ws_len:
-                F_A -= coef[nz].astype(dtype) @ R[nz]
-            else:
-                F_A -= coef.astype(dtype) @ R
+            F_A -= coef.astype(dtype) @ R  # all rows: R[nz] would copy up to half the block
             F[active] = F_A
         F[B] = F_B  # the subproblem's float64 values of the same update
         stalled = stalled + 1 if steps == 0 else 0
