@@ -1,7 +1,15 @@
-"""KernelSVM (rbf, C=1) against scikit-learn's SVC (libsvm): median fit and predict times."""
+"""KernelSVM (rbf, C=1, gamma="scale") against scikit-learn's SVC (libsvm), side by side.
+
+Data as in issue 11: make_classification(n, 20 features, 10 informative), standardised, at
+n = 2k ... 100k; "hard" sets flip 20 % of the labels (flip_y=0.2), so most points become support
+vectors. Every row gives the median wall time of each fit, the CPU seconds of the last one (load on
+a shared machine inflates wall time, not CPU time), the dual objectives, the agreement of
+predictions and the peak RSS of each fit (its rise over the process's RSS before the fit).
+"""
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import numpy as np
@@ -12,43 +20,71 @@ from sklearn.svm import SVC
 from bsvm_core.kernel_svm import KernelSVM
 from bsvm_core.kernels import rbf_kernel
 
-from .common import row, time_median
+from .common import peak_rss_during, row, time_cpu, time_median
+
+ONE_REPEAT_FROM = 50_000
+"""Fits on this many rows or more are timed once (SVC takes minutes there)."""
 
 
 def _datasets(quick: bool) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    """Breast cancer and digits (standardised), make_classification(n, 20 features)."""
+    """Breast cancer and digits (standardised), make_classification(n, 20, 10 informative)."""
     out = []
     for name, loader in (("breast_cancer", load_breast_cancer), ("digits", load_digits)):
         X, y = loader(return_X_y=True)
         out.append((name, StandardScaler().fit_transform(X), y))
-    for n in (2000, 5000) if quick else (2000, 5000, 10000, 20000):
-        X, y = make_classification(n_samples=n, n_features=20, random_state=0)
-        out.append((f"make_classification({n}, 20)", X, y))
+    sizes = [(2000, 0.01), (5000, 0.01)]
+    if not quick:
+        sizes += [(10_000, 0.01), (20_000, 0.01), (20_000, 0.2), (50_000, 0.01), (50_000, 0.2)]
+        sizes += [(100_000, 0.01), (100_000, 0.2)]
+    for n, flip in sizes:
+        X, y = make_classification(
+            n_samples=n, n_features=20, n_informative=10, flip_y=flip, random_state=0
+        )
+        name = f"make_classification({n}, 20{', flip_y=0.2' if flip > 0.1 else ''})"
+        out.append((name, StandardScaler().fit_transform(X), y))
     return out
 
 
 def _binary_objective(svc: SVC, X: np.ndarray) -> float:
-    """libsvm's dual objective ½ cᵀKc − Σ|c| from SVC's dual_coef_ (binary problems)."""
+    """libsvm's dual objective ½ cᵀKc − Σ|c| from SVC's dual_coef_ (binary), by row blocks."""
     c = svc.dual_coef_[0]
     S = X[svc.support_]
-    K = rbf_kernel(S, S, svc._gamma)
-    return 0.5 * float(c @ K @ c) - float(np.abs(c).sum())
+    Kc = np.concatenate(
+        [rbf_kernel(S[i : i + 2000], S, svc._gamma) @ c for i in range(0, S.shape[0], 2000)]
+    )
+    return 0.5 * float(c @ Kc) - float(np.abs(c).sum())
+
+
+def _fit(make: Any, X: np.ndarray, y: np.ndarray, repeat: int) -> tuple[float, float, float, Any]:
+    """Median wall s, CPU s of the last fit, its peak RSS rise (MB) and the fitted model."""
+    walls = []
+    for _ in range(repeat):
+        gc.collect()
+        (wall, cpu, model), _, rise = peak_rss_during(lambda: time_cpu(lambda: make().fit(X, y)))
+        walls.append(wall)
+    return float(np.median(walls)), cpu, rise, model
 
 
 def run(quick: bool = False) -> list[dict[str, Any]]:
     """Benchmark rows (bench.common format): SVC rbf, C=1, gamma="scale", tol=1e-3."""
-    repeat = 1 if quick else 3
     rows = []
     for dataset, X, y in _datasets(quick):
-        ours_fit, ours = time_median(lambda X=X, y=y: KernelSVM().fit(X, y), repeat)
-        sk_fit, sk = time_median(lambda X=X, y=y: SVC().fit(X, y), repeat)
+        repeat = 1 if quick or X.shape[0] >= ONE_REPEAT_FROM else 3
+        ours_fit, ours_cpu, ours_rss, ours = _fit(KernelSVM, X, y, repeat)
+        sk_fit, sk_cpu, sk_rss, sk = _fit(SVC, X, y, repeat)
         ours_pred, ours_labels = time_median(lambda X=X, m=ours: m.predict(X), repeat)
         sk_pred, sk_labels = time_median(lambda X=X, m=sk: m.predict(X), repeat)
         note = f"agree {100 * np.mean(ours_labels == sk_labels):.2f}%"
         note += f", iters {int(ours.n_iter_.sum())} vs {int(np.sum(sk.n_iter_))}"
+        note += f", SVs {ours.support_.size} vs {sk.support_.size}"
         if ours.classes_.size == 2:
             rel = abs(ours.objective_[0] / _binary_objective(sk, X) - 1.0)
             note += f", dual obj rel diff {rel:.1e}"
+        note += f"; CPU s {ours_cpu:.2f} vs {sk_cpu:.2f} ({ours_cpu / sk_cpu:.2f}x)"
+        note += (
+            f"; peak RSS rise of the fit {ours_rss:.0f} MB vs {sk_rss:.0f} MB"
+            f" (data {X.nbytes / 2**20:.0f} MB, cache_mb 200)"
+        )
         rows.append(
             row(
                 "KernelSVM rbf vs SVC",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -19,6 +21,47 @@ def time_median(fn: Callable[[], Any], repeat: int = 3) -> tuple[float, Any]:
         result = fn()
         times.append(time.perf_counter() - start)
     return float(np.median(times)), result
+
+
+def _rss_bytes() -> int:
+    """Resident set size of this process now (Linux /proc/self/statm), 0 where unavailable."""
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def peak_rss_during(fn: Callable[[], Any], every_s: float = 0.005) -> tuple[Any, float, float]:
+    """Call ``fn``; return its result, the peak RSS in MB while it ran and its rise over the start.
+
+    A thread samples /proc/self/statm every ``every_s`` seconds, so the peak of one process can be
+    taken per call (ru_maxrss only ever grows). Spikes shorter than ``every_s`` can be missed.
+    """
+    start = _rss_bytes()
+    peak = [start]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(every_s):
+            peak[0] = max(peak[0], _rss_bytes())
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    try:
+        result = fn()
+    finally:
+        done.set()
+        thread.join()
+    peak[0] = max(peak[0], _rss_bytes())
+    return result, peak[0] / 2**20, (peak[0] - start) / 2**20
+
+
+def time_cpu(fn: Callable[[], Any]) -> tuple[float, float, Any]:
+    """Wall-clock and process CPU seconds of one call of ``fn`` and its result."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = fn()
+    return time.perf_counter() - wall, time.process_time() - cpu, result
 
 
 def row(task: str, dataset: str, n: int, d: int, **values: Any) -> dict[str, Any]:

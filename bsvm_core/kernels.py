@@ -191,3 +191,87 @@ def kernel_row_function(
 
         return row
     raise ValueError(f"kernel must be one of {KERNELS} or a callable, got {kernel!r}.")
+
+
+BlockFunction = Callable[..., None]
+"""``block(idx, out, cols=None)`` writes K(X[idx], X[cols]) (cols None: all of X) into ``out`` of
+shape (len(idx), len(cols))."""
+
+
+def _column_selector(right: np.ndarray) -> Callable[[np.ndarray | None], np.ndarray]:
+    """``select(cols)`` = right[:, cols] (right itself for None), reusing the last gather."""
+    last: list[Any] = [None, right]
+
+    def select(cols: np.ndarray | None) -> np.ndarray:
+        if cols is None:
+            return right
+        if cols is not last[0]:
+            last[0], last[1] = cols, np.ascontiguousarray(right[:, cols])
+        return last[1]
+
+    return select
+
+
+def kernel_block_function(
+    X: np.ndarray,
+    kernel: str | Callable[..., Any],
+    gamma: float = 1.0,
+    degree: int = 3,
+    coef0: float = 0.0,
+    dtype: type = np.float32,
+) -> BlockFunction:
+    """Return ``block(idx, out, cols=None)`` writing K(X[idx], X[cols]) into ``out`` by one GEMM.
+
+    rbf folds the squared norms into the product, −γ‖x_i − x_t‖² = [2γx_i, −γ‖x_i‖², −1] ·
+    [x_t, 1, γ‖x_t‖²], on centred X (translation invariance keeps the norms, hence the cancellation,
+    small), so a block costs one (q, d + 2) × (d + 2, n) product and an exponential. Distances are
+    not clipped at 0, so K may exceed 1 by a rounding error: callers floor the curvature. The gathered
+    columns of the last ``cols`` array are kept, so pass the same array object while it is unchanged.
+    """
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    if callable(kernel):
+
+        def block(idx: np.ndarray, out: np.ndarray, cols: np.ndarray | None = None) -> None:
+            out[...] = kernel_matrix(X[idx], X if cols is None else X[cols], kernel)
+
+        return block
+    if kernel == "rbf":
+        Xc = X - X.mean(axis=0)
+        g_sq = gamma * np.einsum("ij,ij->i", Xc, Xc)
+        n = Xc.shape[0]
+        left = np.hstack([2.0 * gamma * Xc, -g_sq[:, None], -np.ones((n, 1))]).astype(dtype)
+        right = _column_selector(
+            np.ascontiguousarray(np.hstack([Xc, np.ones((n, 1)), g_sq[:, None]]).T, dtype)
+        )
+
+        def block(idx: np.ndarray, out: np.ndarray, cols: np.ndarray | None = None) -> None:
+            np.dot(left[idx], right(cols), out=out)
+            np.exp(out, out=out)
+
+        return block
+    Xd = X.astype(dtype)
+    right = _column_selector(np.ascontiguousarray(Xd.T))
+    if kernel == "linear":
+
+        def block(idx: np.ndarray, out: np.ndarray, cols: np.ndarray | None = None) -> None:
+            np.dot(Xd[idx], right(cols), out=out)
+
+        return block
+    Xg = (X * gamma).astype(dtype)
+    if kernel == "poly":
+
+        def block(idx: np.ndarray, out: np.ndarray, cols: np.ndarray | None = None) -> None:
+            np.dot(Xg[idx], right(cols), out=out)
+            out += coef0
+            np.power(out, degree, out=out)
+
+        return block
+    if kernel == "sigmoid":
+
+        def block(idx: np.ndarray, out: np.ndarray, cols: np.ndarray | None = None) -> None:
+            np.dot(Xg[idx], right(cols), out=out)
+            out += coef0
+            np.tanh(out, out=out)
+
+        return block
+    raise ValueError(f"kernel must be one of {KERNELS} or a callable, got {kernel!r}.")

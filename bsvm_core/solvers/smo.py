@@ -86,6 +86,44 @@ def dual_objective(alpha: np.ndarray, F: np.ndarray, y: np.ndarray) -> float:
     return 0.5 * float(np.dot(alpha, -y * F - 1.0))
 
 
+def pair_update(
+    a_i: float, a_j: float, y_i: float, y_j: float, dF: float, a_ij: float, C: float
+) -> tuple[float, float]:
+    """New (α_i, α_j) of the two-variable subproblem, clipped to the box (Platt 1998; libsvm's update).
+
+    ``dF`` = F_i − F_j (F = −y∘∇f) and ``a_ij`` the curvature K_ii + K_jj − 2K_ij (floored at tau).
+    """
+    if y_i != y_j:
+        delta = y_i * dF / a_ij
+        diff = a_i - a_j
+        a_i, a_j = a_i + delta, a_j + delta
+        if diff > 0.0:
+            if a_j < 0.0:
+                a_j, a_i = 0.0, diff
+            if a_i > C:
+                a_i, a_j = C, C - diff
+        else:
+            if a_i < 0.0:
+                a_i, a_j = 0.0, -diff
+            if a_j > C:
+                a_j, a_i = C, C + diff
+        return a_i, a_j
+    delta = -y_i * dF / a_ij
+    total = a_i + a_j
+    a_i, a_j = a_i - delta, a_j + delta
+    if total > C:
+        if a_i > C:
+            a_i, a_j = C, total - C
+        if a_j > C:
+            a_j, a_i = C, total - C
+    else:
+        if a_j < 0.0:
+            a_j, a_i = 0.0, total
+        if a_i < 0.0:
+            a_i, a_j = 0.0, total
+    return a_i, a_j
+
+
 def smo_solve(
     row: RowFunction,
     diag: np.ndarray,
@@ -196,34 +234,7 @@ def smo_solve(
         a_ij = 2.0 * curv.item(j)
         a_i_old, a_j_old = alpha[i], alpha[j]
         F_i, F_j = g_max, F.item(j)
-        if y_i != y_j:
-            delta = y_i * (F_i - F_j) / a_ij
-            diff = a_i_old - a_j_old
-            a_i, a_j = a_i_old + delta, a_j_old + delta
-            if diff > 0.0:
-                if a_j < 0.0:
-                    a_j, a_i = 0.0, diff
-                if a_i > C:
-                    a_i, a_j = C, C - diff
-            else:
-                if a_i < 0.0:
-                    a_i, a_j = 0.0, -diff
-                if a_j > C:
-                    a_j, a_i = C, C + diff
-        else:
-            delta = -y_i * (F_i - F_j) / a_ij
-            total = a_i_old + a_j_old
-            a_i, a_j = a_i_old - delta, a_j_old + delta
-            if total > C:
-                if a_i > C:
-                    a_i, a_j = C, total - C
-                if a_j > C:
-                    a_j, a_i = C, total - C
-            else:
-                if a_j < 0.0:
-                    a_j, a_i = 0.0, total
-                if a_i < 0.0:
-                    a_i, a_j = 0.0, total
+        a_i, a_j = pair_update(a_i_old, a_j_old, y_i, y_j, F_i - F_j, a_ij, C)
         alpha[i] = a_i
         alpha[j] = a_j
         daxpy(K_i, F, a=-y_i * (a_i - a_i_old))
