@@ -7,6 +7,15 @@ PY="${PYTHON:-python3}"
 export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}" OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 # lets scikit-learn's estimator checks run their array-API input check instead of skipping it
 export SCIPY_ARRAY_API=1
+# the PostgreSQL server binaries (initdb, pg_ctl): the registry tests start a real server
+if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+    else
+        echo "the tests need the PostgreSQL server binaries (initdb, pg_ctl): install postgresql" >&2
+        exit 1
+    fi
+fi
 if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi

@@ -131,3 +131,14 @@ def test_the_image_is_built_with_the_extras_the_set_up_needs(services):
 def test_no_secret_is_written_in_the_file():
     raw = (ROOT / "compose.yaml").read_text()
     assert re.search(r"BSVM_SIGNING_KEY: \$\{BSVM_SIGNING_KEY:\?", raw)  # required from the host
+
+
+def test_the_readme_documents_exactly_the_settings():
+    """Every BSVM_* the README names is a setting, and every setting is in its table."""
+    readme = (ROOT / "README.md").read_text()
+    named = set(re.findall(r"`(BSVM_[A-Z0-9_]+)`", readme))
+    settings = {f"BSVM_{name.upper()}" for name in Settings.model_fields}
+    assert named <= settings, named - settings
+    rows = [line for line in readme.splitlines() if line.startswith("| `BSVM_")]
+    documented = {name for row in rows for name in re.findall(r"`(BSVM_[A-Z0-9_]+)`", row)}
+    assert settings <= documented, settings - documented

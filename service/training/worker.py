@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import queue as queue_mod
 import sys
 import threading
@@ -187,8 +188,22 @@ def fit_and_evaluate(
     )
 
 
+def exit_with_parent() -> None:
+    """End this worker when the process that started it dies (kill -9 of a server included)."""
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def watch() -> None:
+        parent.join()  # returns when the parent's sentinel closes, i.e. when it is gone
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 def worker_main(task: TrainTask, messages: Any, n_jobs: int = 1) -> None:
     """Entry point of the worker process: put progress, then one final message, on ``messages``."""
+    exit_with_parent()
     messages.put(WorkerMessage("progress", 0.1))
     try:
         result = fit_and_evaluate(

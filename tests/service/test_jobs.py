@@ -266,3 +266,35 @@ def test_mcmc_progress_is_reported_and_cancel_stops_it_mid_run(client):
     cancelled = client.delete(f"/jobs/{job_id}").json()
     assert cancelled["status"] == "cancelled" and cancelled["model_id"] is None
     assert client.get("/models").json()["total"] == 0
+
+
+KILLED_PARENT = """
+import sys, threading
+from service.training.worker import run_in_process
+from tests.service.slow_estimator import slow_task
+
+if __name__ == "__main__":
+    task = slow_task(seconds=120.0, pid_file=sys.argv[1])
+    run_in_process(task, timeout_s=600, cancelled=threading.Event())
+"""
+
+
+def test_a_worker_dies_with_the_server_that_started_it(tmp_path):
+    """kill -9 of a server must not leave its fits running (and holding memory) as orphans."""
+    import subprocess
+    import sys
+
+    from tests.service.live_server import ROOT
+
+    script, pid_file = tmp_path / "server.py", tmp_path / "pid"
+    script.write_text(KILLED_PARENT)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    server = subprocess.Popen([sys.executable, str(script), str(pid_file)], cwd=ROOT, env=env)
+    try:
+        worker = read_pid(pid_file)
+        os.kill(server.pid, 9)
+        server.wait(timeout=10)
+        assert process_gone(worker), "the worker outlived its killed server"
+    finally:
+        if server.poll() is None:
+            server.kill()

@@ -1,0 +1,203 @@
+"""Two server processes sharing one registry database and one artifact store, as replicas do.
+
+Each server is a real ``python -m service`` on its own loopback port. They share an SQLite file
+(WAL) and a file artifact folder here; ``test_backends`` runs the PostgreSQL + S3 pair in-process.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+from sklearn.datasets import load_breast_cancer, load_iris
+
+from tests.service.live_server import ROOT, free_port, server_env, wait_ready
+
+pytestmark = pytest.mark.slow
+
+
+class Server:
+    """One ``python -m service`` process; ``kill()`` is kill -9."""
+
+    def __init__(self, data_dir: Path, log_dir: Path, **settings: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = log_dir / f"server-{self.port}.log"
+        self.data_dir, self.settings = data_dir, settings
+        with self.log.open("wb") as sink:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "service"],
+                cwd=ROOT,
+                env=server_env(data_dir, self.port, **settings),
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+            )
+        wait_ready(self.url, self.process, self.log)
+
+    def kill(self) -> None:
+        """SIGKILL the server and its process group's training workers."""
+        os.kill(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+
+@pytest.fixture()
+def pair(tmp_path: Path) -> Iterator[tuple[Server, Server, dict[str, str]]]:
+    shared = {
+        "database_url": f"sqlite:///{tmp_path / 'shared' / 'registry.db'}",
+        "artifact_url": f"file://{tmp_path / 'shared' / 'models'}",
+        "max_queued": "64",
+        "train_concurrency": "2",
+        "job_lease_s": "3",
+        "log_level": "warning",
+    }
+    (tmp_path / "shared").mkdir()
+    a = Server(tmp_path / "a", tmp_path, **shared)
+    b = Server(tmp_path / "b", tmp_path, **shared)
+    yield a, b, shared
+    for server in (a, b):
+        server.stop()
+
+
+def test_thirty_concurrent_trainings_of_one_name_get_thirty_versions(pair):
+    a, b, _ = pair
+    X, y = load_iris(return_X_y=True)
+    body = {"model_type": "lda", "name": "race", "X": X.tolist(), "y": y.tolist()}
+
+    def train(i: int) -> httpx.Response:
+        return httpx.post(f"{(a, b)[i % 2].url}/train", json=body, timeout=300)
+
+    with ThreadPoolExecutor(max_workers=30) as pool:
+        answers = list(pool.map(train, range(30)))
+    assert [r.status_code for r in answers] == [201] * 30, [r.text for r in answers][:3]
+    assert sorted(r.json()["version"] for r in answers) == list(range(1, 31))
+    assert len({r.json()["model_id"] for r in answers}) == 30
+    for server in (a, b):
+        listed = httpx.get(f"{server.url}/models", params={"name": "race", "limit": 100}).json()
+        assert listed["total"] == 30
+
+
+def test_models_aliases_and_jobs_made_on_one_are_seen_on_the_other(pair):
+    a, b, _ = pair
+    X, y = load_iris(return_X_y=True)
+    body = {"model_type": "lda", "name": "shared", "X": X.tolist(), "y": y.tolist()}
+    one = httpx.post(f"{a.url}/train", json=body, timeout=120).json()
+    two = httpx.post(f"{a.url}/train", json=body, timeout=120).json()
+    assert httpx.get(f"{b.url}/models/{one['model_id']}").json()["version"] == 1
+    httpx.put(f"{a.url}/models/by-name/shared/aliases/stable", json={"version": 1})
+    rows = {"model": "shared@stable", "X": X[:3].tolist()}
+    assert httpx.post(f"{b.url}/predict", json=rows).json()["model_id"] == one["model_id"]
+    moved = time.monotonic()
+    httpx.put(f"{a.url}/models/by-name/shared/aliases/stable", json={"version": 2})
+    while httpx.post(f"{b.url}/predict", json=rows).json()["model_id"] != two["model_id"]:
+        assert time.monotonic() - moved < 1.0, "the alias move took over 1 s to reach b"
+        time.sleep(0.01)
+    job = httpx.post(f"{a.url}/train", json={**body, "background": True}).json()
+    deadline = time.monotonic() + 120
+    while (view := httpx.get(f"{b.url}/jobs/{job['job_id']}").json())["status"] != "succeeded":
+        assert view["status"] in ("queued", "running") and time.monotonic() < deadline, view
+        time.sleep(0.05)
+    listed = httpx.get(f"{b.url}/jobs", params={"name": "shared"}).json()  # sync ones are jobs too
+    assert listed["total"] == 3 and job["job_id"] in {j["job_id"] for j in listed["items"]}
+
+
+def test_jobs_are_cancelled_from_the_other_process(pair):
+    a, b, _ = pair
+    X, y = load_breast_cancer(return_X_y=True)
+    slow = {
+        "model_type": "mcmc_svm",
+        "name": "slow",
+        "background": True,
+        "X": X[:, :4].tolist(),
+        "y": y.tolist(),
+        "params": {"n_draws": 100_000, "burn_in": 10, "n_chains": 1, "random_state": 0},
+    }
+    ids = [httpx.post(f"{a.url}/train", json=slow).json()["job_id"] for _ in range(5)]
+    deadline = time.monotonic() + 60
+    while True:  # 2 processes x 2 slots run four; the fifth waits
+        views = [httpx.get(f"{b.url}/jobs/{j}").json() for j in ids]
+        if sum(v["status"] == "running" for v in views) == 4 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    queued = [v["job_id"] for v in views if v["status"] == "queued"]
+    running = [v["job_id"] for v in views if v["status"] == "running"]
+    assert len(queued) == 1 and len(running) == 4
+    assert httpx.delete(f"{b.url}/jobs/{queued[0]}", timeout=30).json()["status"] == "cancelled"
+    for job_id in running:  # the owner, a or b, sees the flag and kills its worker
+        assert httpx.delete(f"{b.url}/jobs/{job_id}", timeout=30).json()["status"] == "cancelled"
+    assert httpx.get(f"{a.url}/models", params={"name": "slow"}).json()["total"] == 0
+
+
+def test_kill_9_during_a_save_leaves_no_debris_and_loses_no_acknowledged_model(pair, tmp_path):
+    a, b, shared = pair
+    X, y = load_breast_cancer(return_X_y=True)
+    big = {  # a ~10 MB artifact: its save takes long enough to be caught in the act
+        "model_type": "mcmc_svm",
+        "name": "big",
+        "X": X.tolist(),
+        "y": y.tolist(),
+        "params": {"n_draws": 10_000, "burn_in": 10, "n_chains": 4, "random_state": 1},
+    }
+    acknowledged = [httpx.post(f"{a.url}/train", json=big, timeout=300).json()]
+    rows = X[::25].tolist()
+    before = {
+        m["model_id"]: httpx.post(
+            f"{b.url}/predict", json={"model": m["model_id"], "X": rows, "outputs": ["decision"]}
+        ).json()["decision_function"]
+        for m in acknowledged
+    }
+    models = Path(shared["artifact_url"].removeprefix("file://"))
+    job = httpx.post(f"{a.url}/train", json={**big, "background": True}).json()
+    caught = False
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if any(p.name.startswith(".tmp-") for p in models.glob("m_*/*")):
+            a.kill()
+            caught = True
+            break
+        if httpx.get(f"{b.url}/jobs/{job['job_id']}").json()["status"] == "succeeded":
+            break
+        time.sleep(0.002)
+    assert caught, "the save finished before the test could catch it (nothing was killed)"
+    restarted = Server(tmp_path / "a2", tmp_path, **{**shared, "sweep_grace_s": "0"})
+    try:
+        leftovers = [p for p in models.glob("m_*/*") if p.name.startswith(".tmp-")]
+        listed = httpx.get(f"{restarted.url}/models", params={"limit": 1000}).json()["items"]
+        known = {m["model_id"] for m in listed}
+        on_disk = {p.name for p in models.glob("m_*") if any(p.iterdir())}
+        assert leftovers == [] and on_disk <= known
+        for model_id, decision in before.items():
+            again = httpx.post(
+                f"{restarted.url}/predict",
+                json={"model": model_id, "X": rows, "outputs": ["decision"]},
+            ).json()
+            assert again["decision_function"] == decision
+        deadline = time.monotonic() + 300  # the killed process's job is run again elsewhere
+        while (view := httpx.get(f"{b.url}/jobs/{job['job_id']}").json())["status"] in (
+            "queued",
+            "running",
+        ):
+            assert time.monotonic() < deadline, view
+            time.sleep(0.2)
+        assert view["status"] == "succeeded", view
+        assert view["model_id"] in {
+            m["model_id"]
+            for m in httpx.get(f"{b.url}/models", params={"name": "big"}).json()["items"]
+        }
+    finally:
+        restarted.stop()
