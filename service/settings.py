@@ -40,7 +40,14 @@ class Settings(BaseSettings):
         default_factory=list, description="Comma-separated API keys; empty means open."
     )
     signing_key: SecretStr | None = Field(
-        None, description="When set, artifacts are signed with HMAC-SHA256 instead of plain sha256."
+        None,
+        description="Key of the artifacts' HMAC-SHA256; unset, a random key is created in "
+        "signing_key_file on first start. Replicas must share it.",
+    )
+    signing_key_file: Path | None = Field(
+        None,
+        description="Where the generated signing key lives (mode 0600); default "
+        "<data_dir>/signing.key, outside the artifact store.",
     )
     max_body_mb: float = Field(32.0, gt=0, description="Largest request body accepted (MiB).")
     max_rows: int = Field(200_000, ge=1, description="Most rows in one train or predict request.")
@@ -88,6 +95,11 @@ class Settings(BaseSettings):
     def models_path(self) -> Path:
         """Folder of file artifacts (and of a pre-database model folder to import)."""
         return self.model_dir if self.model_dir is not None else self.data_dir / "models"
+
+    @property
+    def signing_key_path(self) -> Path:
+        """The generated signing key's file (used when no signing key is configured)."""
+        return self.signing_key_file or self.data_dir / "signing.key"
 
     @property
     def registry_url(self) -> str:

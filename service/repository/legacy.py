@@ -3,13 +3,16 @@
 The old layout kept ``<model_dir>/names.json`` (next versions and aliases) and, per model,
 ``m_<hex>/record.json`` beside ``m_<hex>/model.joblib``. The artifacts are already where the file
 artifact store looks for them, so only the rows are written: each record with its id and version,
-each name's next version, each alias. The import is idempotent and marked done in
+each name's next version, each alias. Records of the old default, a plain SHA-256, are signed on
+the way in — only when the artifact's bytes still match that SHA-256 — because the store trusts
+only its own HMAC; a record whose bytes do not match keeps its digest and is refused on load. The import is idempotent and marked done in
 ``registry_meta``, so later starts skip the scan.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import logging
 from pathlib import Path
@@ -17,6 +20,7 @@ from pathlib import Path
 from sqlalchemy import insert, select
 
 from service.repository.registry import ModelRegistry, is_model_id, now_iso
+from service.repository.signing import Signer
 from service.repository.tables import settings_table
 
 logger = logging.getLogger("service.repository.legacy")
@@ -30,7 +34,18 @@ def _marker(folder: Path) -> str:
     return "legacy_import:" + hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:40]
 
 
-def import_folder(folder: Path, registry: ModelRegistry) -> int:
+def _signed(record: dict, artifact: Path, signer: Signer) -> dict:
+    """``record`` with its plain SHA-256 replaced by the HMAC, if the bytes still match it."""
+    if record.get("artifact_digest", "sha256") != "sha256":
+        return record
+    data = artifact.read_bytes()
+    if not hmac.compare_digest(hashlib.sha256(data).hexdigest(), record.get("artifact_sha256", "")):
+        logger.error("old model %s does not match its sha256; imported, refused on load", artifact)
+        return record
+    return {**record, "artifact_sha256": signer.digest(data), "artifact_digest": signer.algorithm}
+
+
+def import_folder(folder: Path, registry: ModelRegistry, signer: Signer) -> int:
     """Rows for every complete old-layout model under ``folder``; how many were added."""
     if not folder.is_dir():
         return 0
@@ -51,6 +66,7 @@ def import_folder(folder: Path, registry: ModelRegistry) -> int:
         if record.get("model_id") != entry.name:
             logger.error("old model record %s names another id; not imported", record_path)
             continue
+        record = _signed(record, artifact, signer)
         added += registry.import_record(record, artifact.stat().st_size)
     names_path = folder / NAMES
     if names_path.is_file():

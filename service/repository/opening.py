@@ -18,7 +18,7 @@ def open_store(settings: Settings) -> ModelStore:
     db.migrate()
     store = ModelStore(settings, db)
     if store.artifacts.local:
-        import_folder(settings.models_path, store.registry)
+        import_folder(settings.models_path, store.registry, store.signer)
     removed = store.sweep(settings.sweep_grace_s)
     if removed:
         logger.warning("removed %d leftovers of interrupted saves: %s", len(removed), removed[:5])

@@ -3,15 +3,16 @@
 ``save`` writes the artifact first (under a fresh model id) and then commits the row that gives it
 a version, so a model is visible only once both exist; if the row cannot be written the artifact
 is removed again (and the start-up sweep removes what a crash leaves). ``delete`` removes the row
-first and the artifact after. Every artifact's digest — HMAC-SHA256 with the signing key, plain
-SHA-256 without one — is recorded in the row and checked against the bytes before they are
-unpickled; a mismatch is refused and logged, never loaded. Loaded estimators are kept in an LRU
+first and the artifact after. Every artifact is signed: its HMAC-SHA256 under the signing key
+(``BSVM_SIGNING_KEY``, or a random key the first start writes to ``BSVM_SIGNING_KEY_FILE``, mode
+0600, outside the artifact store) is recorded in the row and checked against the bytes before they
+are unpickled; a mismatch is refused and logged, never loaded. A plain SHA-256 in a row proves
+nothing (anyone who can rewrite an artifact can rewrite its digest), so such rows are refused too. Loaded estimators are kept in an LRU
 bounded in bytes; artifacts never change under an id, so a replica may keep them for ever.
 """
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import io
 import logging
@@ -25,6 +26,7 @@ from service.repository.artifacts import ArtifactStore
 from service.repository.cache import ModelCache
 from service.repository.database import Database
 from service.repository.registry import ModelRegistry, is_model_id
+from service.repository.signing import Signer, signing_key
 from service.settings import Settings
 
 logger = logging.getLogger("service.repository.store")
@@ -53,9 +55,14 @@ class ModelStore:
             settings.artifacts_url, endpoint_url=settings.s3_endpoint_url
         )
         self.cache = ModelCache(int(settings.model_cache_mb * 2**20))
-        key = settings.signing_key
-        self._key = key.get_secret_value().encode() if key is not None else None
-        self.digest_alg = "hmac-sha256" if self._key else "sha256"
+        configured = settings.signing_key
+        self.signer = Signer(
+            signing_key(
+                configured.get_secret_value() if configured is not None else None,
+                settings.signing_key_path,
+            )
+        )
+        self.digest_alg = Signer.algorithm
 
     # -- the registry's questions --------------------------------------------------------------
     def resolve(self, ref: str, field: str = "model") -> str:
@@ -90,9 +97,7 @@ class ModelStore:
 
     # -- artifacts -----------------------------------------------------------------------------
     def _digest(self, data: bytes) -> str:
-        if self._key:
-            return hmac.new(self._key, data, hashlib.sha256).hexdigest()
-        return hashlib.sha256(data).hexdigest()
+        return self.signer.digest(data)
 
     def save(self, estimator: Any, record: dict[str, Any]) -> dict[str, Any]:
         """Store a fitted estimator and its record; assign id and version; return the record."""

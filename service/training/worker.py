@@ -17,8 +17,10 @@ import sys
 import threading
 import time
 import traceback
+import types
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -224,6 +226,27 @@ def _stop(process: Any) -> None:
     process.join(timeout=10)
 
 
+_START_LOCK = threading.Lock()
+
+
+@contextmanager
+def _main_not_reimported() -> Iterator[None]:
+    """Start workers without re-running the parent's ``__main__`` in them.
+
+    ``multiprocessing`` makes every spawned or forkserver child import the parent's main module
+    (pytest, uvicorn's CLI, a bench script: up to a second per training). Worker targets are
+    importable by name, so the child needs none of it: while a worker starts, ``__main__`` is a
+    bare module, which ``spawn.get_preparation_data`` skips.
+    """
+    with _START_LOCK:
+        main = sys.modules["__main__"]
+        sys.modules["__main__"] = types.ModuleType("__main__")
+        try:
+            yield
+        finally:
+            sys.modules["__main__"] = main
+
+
 def run_in_process(
     task: TrainTask,
     *,
@@ -243,7 +266,8 @@ def run_in_process(
     messages = ctx.Queue()
     process = ctx.Process(target=target, args=(task, messages, *extra_args), daemon=True)
     deadline = time.monotonic() + timeout_s
-    process.start()
+    with _main_not_reimported():
+        process.start()
     try:
         while True:
             if cancelled.is_set():

@@ -10,12 +10,14 @@ import joblib
 import numpy as np
 import pytest
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+from sqlalchemy import update
 
 from service.errors import ArtifactRefused, InvalidInput, NotFound
 from service.logs import JsonFormatter
 from service.repository.opening import open_store
 from service.repository.registry import is_model_id
 from service.repository.store import ModelStore
+from service.repository.tables import models
 from service.settings import Settings
 
 
@@ -49,11 +51,10 @@ def test_save_writes_the_artifact_then_a_row(store, settings):
     assert is_model_id(rec["model_id"])
     assert sorted(p.name for p in folder.iterdir()) == ["model.joblib"]
     on_disk = store.get_record(rec["model_id"])
-    assert (
-        on_disk["artifact_sha256"]
-        == hashlib.sha256((folder / "model.joblib").read_bytes()).hexdigest()
-    )
-    assert on_disk["artifact_digest"] == "sha256" and on_disk["version"] == 1
+    key = settings.signing_key_path.read_bytes()  # generated on first start: always signed
+    blob = (folder / "model.joblib").read_bytes()
+    assert on_disk["artifact_sha256"] == hmac.new(key, blob, hashlib.sha256).hexdigest()
+    assert on_disk["artifact_digest"] == "hmac-sha256" and on_disk["version"] == 1
     assert not [p for p in settings.models_path.rglob("*") if p.name.startswith(".tmp")]
 
 
@@ -153,15 +154,41 @@ def test_signing_key_records_an_hmac_checked_on_load(settings):
     assert rec["artifact_digest"] == "hmac-sha256"
     assert rec["artifact_sha256"] == hmac.new(b"k1", artifact, hashlib.sha256).hexdigest()
     assert reopen(settings, signing_key="k1").load(rec["model_id"])
-    for other in (reopen(settings, signing_key="k2"), reopen(settings)):
+    for other in (reopen(settings, signing_key="k2"), reopen(settings)):  # reopen: generated key
         with pytest.raises(ArtifactRefused):
             other.load(rec["model_id"])
 
 
-def test_unsigned_artifact_is_refused_once_a_key_is_set(store, settings):
+def test_a_replaced_artifact_with_a_rewritten_digest_is_never_unpickled(
+    store, settings, monkeypatch
+):
+    """Whoever can write artifacts and rows still cannot make the server unpickle their bytes."""
     rec = store.save(fitted(), record())
-    with pytest.raises(ArtifactRefused):
-        reopen(settings, signing_key="k").load(rec["model_id"])
+    store.cache.clear()
+    path = artifact_path(settings, rec["model_id"])
+    path.write_bytes(b"\x80\x04 not the model")
+    for alg, digest in (
+        ("sha256", hashlib.sha256(path.read_bytes()).hexdigest()),
+        ("hmac-sha256", hmac.new(b"guess", path.read_bytes(), hashlib.sha256).hexdigest()),
+    ):
+        with store.db.write() as conn:
+            forged = {**store.get_record(rec["model_id"]), "artifact_sha256": digest}
+            forged["artifact_digest"] = alg
+            conn.execute(
+                update(models)
+                .where(models.c.model_id == rec["model_id"])
+                .values(record=json.dumps(forged))
+            )
+        monkeypatch.setattr(joblib, "load", lambda *a, **k: pytest.fail("unpickled"))
+        with pytest.raises(ArtifactRefused):
+            store.load(rec["model_id"])
+
+
+def test_the_generated_key_is_private_and_outside_the_artifacts(store, settings):
+    key = settings.signing_key_path
+    assert key.stat().st_mode & 0o777 == 0o600 and len(key.read_bytes()) == 32
+    assert settings.models_path.resolve() not in key.resolve().parents
+    assert reopen(settings).signer.digest(b"x") == store.signer.digest(b"x")  # reused, not remade
 
 
 def test_ids_outside_the_pattern_never_touch_the_disk(store):
@@ -199,7 +226,7 @@ def test_a_model_folder_of_the_old_layout_is_imported_once(tmp_path):
             **record(name, f"2026-01-0{i + 1}T00:00:00"),
             "model_id": model_id,
             "version": 1 + (i == 1),
-            "artifact_sha256": hashlib.sha256(blob).hexdigest(),
+            "artifact_sha256": hashlib.sha256(blob).hexdigest(),  # the old default: no key
             "artifact_digest": "sha256",
             "artifact_bytes": len(blob),
         }
