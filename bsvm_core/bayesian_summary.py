@@ -6,10 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from .draw_quantiles import DEFAULT_MAX_BYTES, projection_quantiles
 from .exceptions import BsvmValueError
-
-ROW_CHUNK = 2048
-"""Rows of X per block when turning draws into decision values (bounds memory at chunk × draws)."""
 
 
 def _check_level(level: float) -> tuple[float, float]:
@@ -19,19 +17,28 @@ def _check_level(level: float) -> tuple[float, float]:
 
 
 def decision_draws(
-    X: np.ndarray, coef_draws: np.ndarray, intercept_draws: np.ndarray, level: float
+    X: np.ndarray,
+    coef_draws: np.ndarray,
+    intercept_draws: np.ndarray,
+    level: float,
+    max_bytes: int | float = DEFAULT_MAX_BYTES,
+    n_threads: int = 1,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Equal-tailed interval of f = x'β + b over all chains × draws; (n,) or (n, n_classes) each."""
+    """Equal-tailed interval of f = x'β + b over all chains × draws; (n,) or (n, n_classes) each.
+
+    The quantiles are numpy's linear rule over the draws of f (``draw_quantiles``), computed in
+    blocks of rows that hold at most ``max_bytes``.
+    """
     lo_q, hi_q = _check_level(level)
     binary = coef_draws.ndim == 3
     coef = coef_draws.reshape(-1, 1 if binary else coef_draws.shape[2], coef_draws.shape[-1])
     b0 = intercept_draws.reshape(coef.shape[0], coef.shape[1])
     lower = np.empty((X.shape[0], coef.shape[1]))
     upper = np.empty_like(lower)
-    for start in range(0, X.shape[0], ROW_CHUNK):
-        rows = slice(start, start + ROW_CHUNK)
-        f = np.einsum("nd,gcd->ngc", X[rows], coef) + b0  # (rows, draws, problems)
-        lower[rows], upper[rows] = np.quantile(f, [lo_q, hi_q], axis=1)
+    for p in range(coef.shape[1]):
+        lower[:, p], upper[:, p] = projection_quantiles(
+            X, coef[:, p, :].T, b0[:, p], (lo_q, hi_q), max_bytes, n_threads
+        )
     return (lower.ravel(), upper.ravel()) if binary else (lower, upper)
 
 

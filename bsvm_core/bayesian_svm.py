@@ -9,12 +9,13 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from joblib import Parallel, delayed
+from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, check_random_state
 
 from ._validation import check_fit_data, check_predict_data, encode_labels
 from .bayesian_summary import coefficient_draws, coefficient_means, decision_draws, summarise
+from .draw_quantiles import DEFAULT_MAX_BYTES
 from .exceptions import BsvmValueError
 from .multiclass import binary_problems, problem_targets
 
@@ -325,12 +326,22 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
         idx = (f > 0).astype(int) if f.ndim == 1 else np.argmax(f, axis=1)
         return self.classes_[idx]
 
-    def predict_interval(self, X: Any, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-        """Equal-tailed credible interval of x'β + b from the MCMC draws; shapes as decision_function."""
+    def predict_interval(
+        self, X: Any, level: float = 0.95, max_bytes: int | float = DEFAULT_MAX_BYTES
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Equal-tailed credible interval of x'β + b from the MCMC draws; shapes as decision_function.
+
+        The bounds are ``np.quantile`` (linear rule) of x'β_g + b_g over every chain's draws g,
+        computed a block of rows at a time: a block's working memory stays within ``max_bytes``
+        (at least one row), and ``n_jobs`` threads share the blocks.
+        """
         check_is_fitted(self, "coef_")
         self._require_draws()
         X = check_predict_data(self, X)
-        return decision_draws(X, self.coef_draws_, self.intercept_draws_, level)
+        if not (_num(max_bytes) and max_bytes > 0):
+            raise BsvmValueError(f"max_bytes must be a positive number, got {max_bytes!r}.")
+        threads = effective_n_jobs(self.n_jobs)
+        return decision_draws(X, self.coef_draws_, self.intercept_draws_, level, max_bytes, threads)
 
     def coefficient_means(self, scale: str = "original") -> np.ndarray:
         """(problems, 1 + d) point estimates with the intercept first, on ``scale``."""
