@@ -9,6 +9,7 @@ from .exceptions import (
     BsvmValueError,
     BsvmWarning,
     ConvergenceWarning,
+    MCMCConvergenceWarning,
     NotSeparableError,
     SingularCovarianceWarning,
 )
@@ -25,6 +26,7 @@ __all__ = [
     "KernelSVM",
     "LDA",
     "LinearSVM",
+    "MCMCConvergenceWarning",
     "NotSeparableError",
     "QDA",
     "SingularCovarianceWarning",

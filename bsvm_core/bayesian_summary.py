@@ -42,7 +42,8 @@ def decision_draws(
     return (lower.ravel(), upper.ravel()) if binary else (lower, upper)
 
 
-def _feature_names(est: Any) -> list[str]:
+def feature_names(est: Any) -> list[str]:
+    """Names of the fitted features: ``feature_names_in_`` or x0, x1, ..."""
     names = getattr(est, "feature_names_in_", None)
     if names is not None:
         return [str(n) for n in names]
@@ -99,7 +100,7 @@ def draw_summary(draws: np.ndarray, level: float) -> dict[str, float | None]:
 def summarise(est: Any, level: float, scale: str) -> list[dict[str, Any]]:
     """Rows {name, mean, sd, lower, upper, ess, rhat[, inclusion_prob][, class]}, intercept first."""
     _check_level(level)
-    names = ["intercept", *_feature_names(est)]
+    names = ["intercept", *feature_names(est)]
     means = coefficient_means(est, scale)
     draws = coefficient_draws(est, scale) if hasattr(est, "beta_draws_std_") else None
     incl = getattr(est, "inclusion_prob_", None)

@@ -5,6 +5,7 @@ spike-and-slab Gibbs (bayes-svm.md). The maths lives in ``solvers/bayes_*``; thi
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -14,14 +15,19 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, check_random_state
 
 from ._validation import check_fit_data, check_predict_data, encode_labels
-from .bayesian_summary import coefficient_draws, coefficient_means, decision_draws, summarise
+from .bayesian_summary import (
+    coefficient_draws,
+    coefficient_means,
+    decision_draws,
+    feature_names,
+    summarise,
+)
 from .draw_quantiles import DEFAULT_MAX_BYTES
-from .exceptions import BsvmValueError
+from .exceptions import BsvmValueError, MCMCConvergenceWarning
+from .mcmc_convergence import chain_diagnostics, convergence_message
 from .multiclass import binary_problems, problem_targets
 
 METHODS = ("em", "ecme", "mcmc", "spike_slab")
-RHAT_OK = 1.1
-"""MCMC fits report ``converged_`` when every coefficient's rank-normalised split R-hat is below this."""
 
 
 class _ProgressMeter:
@@ -95,7 +101,12 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
     n_iter_ : int
         EM/ECME iterations (largest over problems) or MCMC sweeps per chain.
     converged_ : bool
-        EM/ECME: tolerance reached; MCMC: every R-hat below 1.1.
+        EM/ECME: tolerance reached. MCMC: every coefficient (original scale) has a rank-normalised
+        split R-hat ≤ 1.01 and a bulk ESS ≥ 100; otherwise ``fit`` warns with
+        ``MCMCConvergenceWarning`` naming the coefficients that fail.
+    rhat_, ess_ : ndarray of shape (n_problems, 1 + n_features)
+        MCMC: R-hat and bulk ESS of the intercept and each coefficient (original scale); NaN
+        where undefined (draws that never move).
     coef_draws_ : ndarray
         MCMC, original scale: (n_chains, n_draws, n_features) for two classes, else
         (n_chains, n_draws, n_classes, n_features). ``intercept_draws_`` drops the last axis.
@@ -242,7 +253,6 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
         self.converged_ = all(r.converged for r in results)
 
     def _fit_mcmc(self, tasks: list[np.ndarray], penalised: np.ndarray) -> None:
-        from .diagnostics import rhat_rank
         from .solvers.bayes_gibbs import run_gibbs
         from .solvers.bayes_spike_slab import run_spike_slab
 
@@ -284,13 +294,18 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
             incl = np.array([o["inclusion_prob"] for o in out]).reshape(*shape, -1).mean(axis=1)
             self.inclusion_prob_ = incl[:, int(self.fit_intercept) :]
         self.n_iter_ = self.burn_in + self.n_draws * self.thin
-        rhats = [
-            rhat_rank(draws[p, :, :, j])
-            for p in range(len(tasks))
-            for j in range(draws.shape[-1])
-            if np.ptp(draws[p, :, :, j]) > 0
-        ]
-        self.converged_ = bool(np.all(np.asarray(rhats) < RHAT_OK))
+        self._check_convergence()
+
+    def _check_convergence(self) -> None:
+        """Set ``rhat_``, ``ess_`` and ``converged_``; warn naming the coefficients that fail."""
+        self.rhat_, self.ess_ = chain_diagnostics(coefficient_draws(self, "original"))
+        names = ["intercept", *feature_names(self)]
+        if self.rhat_.shape[0] > 1:
+            names = [f"{n} (class {c!r})" for c in self.classes_.tolist() for n in names]
+        message = convergence_message(names, self.rhat_.ravel(), self.ess_.ravel())
+        self.converged_ = message is None
+        if message is not None:
+            warnings.warn(message, MCMCConvergenceWarning, stacklevel=4)
 
     def _meter(self, n_tasks: int) -> _ProgressMeter | None:
         callback = getattr(self, "_progress_callback", None)

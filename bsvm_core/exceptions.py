@@ -8,6 +8,7 @@ Hierarchy::
     UserWarning
      └── BsvmWarning
           ├── ConvergenceWarning   a solver stopped at max_iter before reaching its tolerance
+          │    └── MCMCConvergenceWarning  MCMC draws with R-hat > 1.01 or bulk ESS < 100
           └── SingularCovarianceWarning  QDA met a class covariance that is singular and regularised it
 """
 
@@ -30,6 +31,10 @@ class BsvmWarning(UserWarning):
 
 class ConvergenceWarning(BsvmWarning, _SkConvergenceWarning):
     """A solver stopped at its iteration cap before reaching its tolerance."""
+
+
+class MCMCConvergenceWarning(ConvergenceWarning):
+    """MCMC draws failed the convergence checks (R-hat > 1.01 or bulk ESS < 100) somewhere."""
 
 
 class SingularCovarianceWarning(BsvmWarning):
