@@ -13,7 +13,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, check_random_state
 
-from ._validation import check_fit_data, check_predict_data, encode_labels
+from ._validation import check_fit_data, check_predict_data, check_squares_finite, encode_labels
 from .calibration import fit_platt, pairwise_coupling, platt_proba
 from .exceptions import BsvmValueError
 from .multiclass import REST, binary_problems, ovo_votes, problem_targets
@@ -67,6 +67,7 @@ class SVMClassifierBase(ClassifierMixin, BaseEstimator):
     def fit(self, X: Any, y: Any) -> SVMClassifierBase:
         """Fit the classifier on X (n_samples, n_features) and labels y of any type; return self."""
         X, y = check_fit_data(self, X, y)
+        check_squares_finite(X)
         self._check_common_params()
         self._validate_params_extra(X)
         self.classes_, y_idx = encode_labels(y)

@@ -28,6 +28,24 @@ from .mcmc_convergence import chain_diagnostics, convergence_message
 from .multiclass import binary_problems, problem_targets
 
 METHODS = ("em", "ecme", "mcmc", "spike_slab")
+PRIOR_RANGE = (1e-100, 1e100)
+"""Allowed range of nu, a_nu and b_nu: their squares and reciprocals stay far from over/underflow."""
+
+
+def standardise(X: np.ndarray, centre: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mean, population SD, Z = (X − mean) / SD) per column; a constant column keeps SD 1.
+
+    Columns whose magnitude could overflow a sum of squares are first divided by a power of two
+    (exact), so data near the float64 limit (|x| up to 1.8e308) standardise without inf or NaN.
+    """
+    big = np.max(np.abs(X), axis=0, initial=0.0)
+    power = np.where(big > 1e150, np.exp2(np.floor(np.log2(np.where(big > 0, big, 1.0)))), 1.0)
+    Xs = X / power
+    mean = Xs.mean(axis=0) if centre else np.zeros(X.shape[1])
+    sd = np.sqrt(np.mean((Xs - mean) ** 2, axis=0))
+    scale = np.where(sd > 1e-12 * (1.0 + np.abs(mean)), sd, 1.0)
+    Z = (Xs - mean) / scale
+    return mean * power, scale * power, Z
 
 
 class _ProgressMeter:
@@ -61,13 +79,13 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
         EM mode with ν fixed; ECME mode with ν learned; Gibbs sampling; spike-and-slab Gibbs.
     alpha : float in (0, 2], default=1.0
         Exponent of the exponential-power prior (1 lasso, 2 ridge / standard SVM).
-    nu : float > 0, default=1.0
+    nu : float in [1e-100, 1e100], default=1.0
         Prior scale (larger = less shrinkage); ECME and ``learn_nu`` start from it. For
         ``spike_slab`` with α = 2 it is the SD of the paper's Gaussian slab N(0, ν²) (§7), α = 1
         the Laplace slab exp(−|β/ν|); spike-and-slab supports α ∈ {1, 2} with ν fixed.
     learn_nu : bool, default=False
         MCMC: sample ν under a Gamma(a_nu, b_nu) prior on ν^{-α}. ECME always learns ν.
-    a_nu, b_nu : float > 0, default=1.0
+    a_nu, b_nu : float in [1e-100, 1e100], default=1.0
         Shape and rate of the Gamma prior on τ = ν^{-α}.
     n_draws, burn_in, n_chains, thin : int
         MCMC: kept draws per chain, sweeps discarded first, chains, sweeps per kept draw.
@@ -177,9 +195,19 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
         checks = [
             (self.method in METHODS, f"method must be one of {METHODS}, got {self.method!r}."),
             (_num(self.alpha) and 0 < self.alpha <= 2, "alpha must be in (0, 2]."),
-            (_num(self.nu) and 0 < self.nu < np.inf, "nu must be a finite number > 0."),
-            (_num(self.a_nu) and self.a_nu > 0, "a_nu must be > 0."),
-            (_num(self.b_nu) and self.b_nu > 0, "b_nu must be > 0."),
+            (
+                _num(self.nu) and PRIOR_RANGE[0] <= self.nu <= PRIOR_RANGE[1],
+                f"nu must be a number in [{PRIOR_RANGE[0]:g}, {PRIOR_RANGE[1]:g}], got {self.nu!r} "
+                "(the prior precision nu^-2 and the slab variance nu^2 must stay inside float64).",
+            ),
+            (
+                _num(self.a_nu) and PRIOR_RANGE[0] <= self.a_nu <= PRIOR_RANGE[1],
+                f"a_nu must be a number in [{PRIOR_RANGE[0]:g}, {PRIOR_RANGE[1]:g}].",
+            ),
+            (
+                _num(self.b_nu) and PRIOR_RANGE[0] <= self.b_nu <= PRIOR_RANGE[1],
+                f"b_nu must be a number in [{PRIOR_RANGE[0]:g}, {PRIOR_RANGE[1]:g}].",
+            ),
             (
                 _int(self.n_draws) and self.n_draws >= 4,
                 "n_draws must be an integer >= 4 (split R-hat needs 4 draws per chain).",
@@ -212,10 +240,7 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
         self._check_params()
         X, y = check_fit_data(self, X, y)
         self.classes_, y_idx = encode_labels(y)
-        self.mean_ = X.mean(axis=0) if self.fit_intercept else np.zeros(X.shape[1])
-        sd = np.sqrt(np.mean((X - self.mean_) ** 2, axis=0))
-        self.scale_ = np.where(sd > 1e-12 * (1.0 + np.abs(self.mean_)), sd, 1.0)
-        Z = (X - self.mean_) / self.scale_
+        self.mean_, self.scale_, Z = standardise(X, bool(self.fit_intercept))
         if self.fit_intercept:
             Z = np.column_stack([np.ones(Z.shape[0]), Z])
         penalised = np.ones(Z.shape[1], dtype=bool)

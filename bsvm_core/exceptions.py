@@ -4,7 +4,8 @@ Hierarchy::
 
     ValueError
      └── BsvmValueError            invalid data or parameters (NaN, ragged rows, one class, ...)
-          └── NotSeparableError    a hard-margin SVM (C = inf) was fitted on data that are not separable
+          ├── NotSeparableError    a hard-margin SVM (C = inf) was fitted on data that are not separable
+          └── DataRangeError       data or parameters whose arithmetic would overflow float64
     UserWarning
      └── BsvmWarning
           ├── ConvergenceWarning   a solver stopped at max_iter before reaching its tolerance
@@ -23,6 +24,10 @@ class BsvmValueError(ValueError):
 
 class NotSeparableError(BsvmValueError):
     """A hard-margin fit (C = inf) on data that no hyperplane separates."""
+
+
+class DataRangeError(BsvmValueError):
+    """Data or parameters so large (or small) that the fit's arithmetic would overflow float64."""
 
 
 class BsvmWarning(UserWarning):
