@@ -17,6 +17,7 @@ from .exceptions import (
 from .kernel_svm import KernelSVM
 from .lda import LDA
 from .linear_svm import LinearSVM
+from .memory import estimate_artifact_bytes, estimate_fit_bytes
 from .qda import QDA
 
 __all__ = [
@@ -32,5 +33,7 @@ __all__ = [
     "NotSeparableError",
     "QDA",
     "SingularCovarianceWarning",
+    "estimate_artifact_bytes",
+    "estimate_fit_bytes",
 ]
 __version__ = "0.1.0"
