@@ -81,13 +81,14 @@ def coefficient_draws(est: Any, scale: str) -> np.ndarray:
 def draw_summary(draws: np.ndarray, level: float) -> dict[str, float | None]:
     """sd, equal-tailed lower/upper, bulk ESS and split R-hat of one coefficient's (chains, draws).
 
-    ESS and R-hat are None when they are undefined: constant draws or fewer than 4 per chain.
+    ESS and R-hat are None when they are undefined: constant draws or fewer than 8 per chain.
     """
     from .diagnostics import ess_bulk, rhat_rank
+    from .mcmc_convergence import MIN_DRAWS
 
     lo_q, hi_q = _check_level(level)
     lower, upper = np.quantile(draws, [lo_q, hi_q])
-    defined = draws.shape[-1] >= 4 and bool(np.ptp(draws) > 0)
+    defined = draws.shape[-1] >= MIN_DRAWS and bool(np.ptp(draws) > 0)
     return {
         "sd": float(draws.std(ddof=1)) if draws.size > 1 else 0.0,
         "lower": float(lower),

@@ -17,6 +17,9 @@ RHAT_MAX = 1.01
 ESS_MIN = 100.0
 """Smallest acceptable bulk effective sample size (Vehtari et al. 2021)."""
 
+MIN_DRAWS = 8
+"""Draws per chain below which split R-hat and ESS are undefined (4 per half-chain)."""
+
 SHOWN = 5
 """Coefficients named in a warning message; the rest are counted."""
 
@@ -24,12 +27,13 @@ SHOWN = 5
 def chain_diagnostics(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """R-hat and bulk ESS of every coefficient of draws (..., chains, n_draws, k): (..., k) each.
 
-    NaN where they are undefined: fewer than 4 draws per chain, or draws that never move.
+    NaN where they are undefined: fewer than ``MIN_DRAWS`` draws per chain (split chains need
+    4 each), or draws that never move.
     """
     lead = draws.shape[:-3]
     rhat = np.full((*lead, draws.shape[-1]), np.nan)
     ess = np.full_like(rhat, np.nan)
-    if draws.shape[-2] < 4:
+    if draws.shape[-2] < MIN_DRAWS:
         return rhat, ess
     for idx in np.ndindex(*lead, draws.shape[-1]):
         chains = draws[(*idx[:-1], Ellipsis, idx[-1])]

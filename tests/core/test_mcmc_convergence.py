@@ -70,3 +70,13 @@ def test_message_lists_the_worst_first_and_counts_the_rest() -> None:
     assert convergence_message(names, np.full(8, 1.001), ess) is None
     ess[3] = 12.0
     assert "bulk ESS < 100 for x3 (12)" in convergence_message(names, np.full(8, 1.0), ess)
+
+
+def test_fewer_than_eight_draws_leave_diagnostics_undefined() -> None:
+    """Split chains need 4 draws per half: with 4-7 draws R-hat/ESS are NaN, not a crash."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(30, 2))
+    est = BayesianSVM(method="mcmc", n_draws=5, burn_in=1, n_chains=2, random_state=0)
+    est.fit(X, (X[:, 0] > 0).astype(int))
+    assert np.all(np.isnan(est.rhat_)) and est.converged_
+    assert all(row["rhat"] is None for row in est.posterior_summary())
