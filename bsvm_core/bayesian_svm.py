@@ -24,7 +24,7 @@ from .bayesian_summary import (
 )
 from .draw_quantiles import DEFAULT_MAX_BYTES
 from .exceptions import BsvmValueError, MCMCConvergenceWarning
-from .mcmc_convergence import chain_diagnostics, convergence_message
+from .mcmc_convergence import MIN_DRAWS, chain_diagnostics, convergence_message
 from .multiclass import binary_problems, problem_targets
 
 METHODS = ("em", "ecme", "mcmc", "spike_slab")
@@ -328,6 +328,11 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
         if self.rhat_.shape[0] > 1:
             names = [f"{n} (class {c!r})" for c in self.classes_.tolist() for n in names]
         message = convergence_message(names, self.rhat_.ravel(), self.ess_.ravel())
+        if self.n_draws < MIN_DRAWS:
+            message = (
+                f"MCMC convergence cannot be assessed with n_draws={self.n_draws} < {MIN_DRAWS} "
+                "per chain (split R-hat needs 4 per half); increase n_draws."
+            )
         self.converged_ = message is None
         if message is not None:
             warnings.warn(message, MCMCConvergenceWarning, stacklevel=4)

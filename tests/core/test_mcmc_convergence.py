@@ -77,6 +77,7 @@ def test_fewer_than_eight_draws_leave_diagnostics_undefined() -> None:
     rng = np.random.default_rng(3)
     X = rng.normal(size=(30, 2))
     est = BayesianSVM(method="mcmc", n_draws=5, burn_in=1, n_chains=2, random_state=0)
-    est.fit(X, (X[:, 0] > 0).astype(int))
-    assert np.all(np.isnan(est.rhat_)) and est.converged_
+    with pytest.warns(MCMCConvergenceWarning, match="cannot be assessed"):
+        est.fit(X, (X[:, 0] > 0).astype(int))
+    assert np.all(np.isnan(est.rhat_)) and not est.converged_
     assert all(row["rhat"] is None for row in est.posterior_summary())
