@@ -33,6 +33,9 @@ SUBSAMPLE = 512
 MARGIN_SD = 3.0
 """Standard deviations of the sub-sample count by which a threshold overshoots the tail."""
 
+Z_MARGIN = 0.1
+"""Slack, in SDs of a row's values, of the thresholds learnt from the previous block."""
+
 
 def linear_positions(n: int, q: float) -> tuple[int, int, float]:
     """numpy's "linear" rule: virtual index v = (n − 1) q → (floor v, its neighbour, v − floor v)."""
@@ -71,10 +74,14 @@ def _partition(F: np.ndarray, ranks: list[int]) -> np.ndarray:
     is slow when the kth are far apart), and a plain minimum for a rank right after another.
     """
     out = np.empty((F.shape[0], len(ranks)))
-    done = 0  # every column before ``done`` holds a value at most the previous rank's
+    rows = np.arange(F.shape[0])
+    done = 0  # the columns before ``done`` hold the ``done`` smallest values
     for i, r in enumerate(ranks):
-        if i and r == ranks[i - 1] + 1:
-            out[:, i] = F[:, done:].min(axis=1)
+        if i and r == ranks[i - 1] + 1:  # == done: swap the minimum of the rest into place
+            at = np.argmin(F[:, r:], axis=1) + r
+            out[:, i] = F[rows, at]
+            F[rows, at] = F[:, r]
+            F[:, r] = out[:, i]
         else:
             F[:, done:].partition(r - done, axis=1)
             out[:, i] = F[:, r]
@@ -82,54 +89,123 @@ def _partition(F: np.ndarray, ranks: list[int]) -> np.ndarray:
     return out
 
 
-def order_statistics(F: np.ndarray, ranks: list[int], mask: np.ndarray | None = None) -> np.ndarray:
-    """Order statistics ``ranks`` (0-based, ascending) of each row of F: (n_rows, len(ranks)).
-
-    F may be reordered; ``mask`` is an optional boolean scratch array of F's shape. Ranks in the
-    lowest and highest quarter are selected among candidates beyond two thresholds per row (from
-    a sub-sample): the candidates are packed into a narrow matrix whose gaps hold a value p
-    strictly between the thresholds, so the k-th smallest (largest) of a packed row is the row's
-    own as long as at least the needed number of candidates lie below (above) the thresholds,
-    which the selected values themselves prove. Other ranks, and rows whose thresholds fall
-    short, go through np.partition of the whole row.
-    """
-    n_rows, G = F.shape
+def _tails(ranks: list[int], G: int) -> tuple[int, int] | None:
+    """(smallest values needed, largest values needed) when every rank lies in the outer quarters."""
     low = [r for r in ranks if r < G // 4]
     high = [r for r in ranks if r >= G - G // 4]
-    step = max(1, G // SUBSAMPLE)
-    if len(low) + len(high) < len(ranks) or step < 4:
-        return _partition(F, ranks)
-    need_lo = max(low, default=-1) + 1  # smallest values needed
-    need_hi = G - min(high, default=G)  # largest values needed
+    if len(low) + len(high) < len(ranks):
+        return None
+    return max(low, default=-1) + 1, G - min(high, default=G)
+
+
+def select_beyond(
+    F: np.ndarray, ranks: list[int], t_lo: np.ndarray, t_hi: np.ndarray, mask: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Order statistics ``ranks`` of each row of F from its values ≤ t_lo or ≥ t_hi; rows missed.
+
+    The candidates are packed into a narrow matrix whose gaps hold p = nextafter(t_lo, +inf),
+    a value strictly between the thresholds, so the k-th smallest (largest) of a packed row is
+    the row's own whenever at least the needed number of candidates lie at or below t_lo (at or
+    above t_hi); the selected values themselves show whether they do (else the row is missed).
+    """
+    n_rows, G = F.shape
+    need_lo, need_hi = _tails(ranks, G)  # type: ignore[misc]
+    n_low = sum(r < need_lo for r in ranks)
+    np.less_equal(F, t_lo[:, None], out=mask)
+    mask |= np.greater_equal(F, t_hi[:, None])
+    flat = np.flatnonzero(mask)
+    per_row = np.diff(np.searchsorted(flat, np.arange(n_rows + 1) * G))
+    width = max(int(per_row.max(initial=0)), need_lo + need_hi)
+    packed = np.empty((n_rows, width))
+    packed[:] = np.nextafter(t_lo, np.inf)[:, None]  # < t_hi wherever a row has a gap
+    packed[np.arange(width) < per_row[:, None]] = F.ravel()[flat]
+    out = _partition(packed, [r if r < need_lo else width - G + r for r in ranks])
+    missed = np.zeros(n_rows, dtype=bool)
+    if n_low:
+        missed |= ~(out[:, n_low - 1] <= t_lo)
+    if n_low < len(ranks):
+        missed |= ~(out[:, n_low] >= t_hi)
+    return out, missed
+
+
+def subsample_thresholds(
+    F: np.ndarray, need_lo: int, need_hi: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per-row thresholds beyond which need_lo (need_hi) values lie with high probability.
+
+    Order statistics of every ``G // SUBSAMPLE``-th value, a few standard deviations of the
+    sub-sample count past the needed fraction; None when the sub-sample is too coarse.
+    """
+    n_rows, G = F.shape
+    step = G // SUBSAMPLE
+    if step < 4:
+        return None
     sub = F[:, ::step].copy()
     n_sub = sub.shape[1]
     r_lo = _subsample_rank(n_sub, need_lo / G) if need_lo else -1
     r_hi = n_sub - 1 - _subsample_rank(n_sub, need_hi / G) if need_hi else n_sub
     if not r_lo < r_hi:
-        return _partition(F, ranks)
-    stats = _partition(sub, [r for r in (r_lo, r_hi) if 0 <= r < n_sub])  # r_lo < r_hi
+        return None
+    stats = _partition(sub, [r for r in (r_lo, r_hi) if 0 <= r < n_sub])
     t_lo = stats[:, 0] if need_lo else np.full(n_rows, -np.inf)
     t_hi = stats[:, -1] if need_hi else np.full(n_rows, np.inf)
+    return t_lo, t_hi
+
+
+def order_statistics(
+    F: np.ndarray,
+    ranks: list[int],
+    mask: np.ndarray | None = None,
+    thresholds: tuple[np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
+    """Order statistics ``ranks`` (0-based, ascending) of each row of F: (n_rows, len(ranks)).
+
+    F may be reordered; ``mask`` is an optional boolean scratch array of F's shape. Ranks in the
+    outer quarters are selected beyond per-row thresholds (``select_beyond``): the given ones
+    first, then, for the rows they miss, thresholds from a sub-sample; anything else (other
+    ranks, rows still missed) through np.partition of whole rows.
+    """
+    n_rows, G = F.shape
+    tails = _tails(ranks, G)
+    if tails is None:
+        return _partition(F, ranks)
     if mask is None:
         mask = np.empty(F.shape, dtype=bool)
-    np.less_equal(F, t_lo[:, None], out=mask)
-    mask |= np.greater_equal(F, t_hi[:, None])
-    flat = np.flatnonzero(mask)
-    per_row = np.diff(np.searchsorted(flat, np.arange(n_rows + 1) * G))
-    width = max(int(per_row.max()), need_lo + need_hi)
-    packed = np.empty((n_rows, width))
-    packed[:] = np.nextafter(t_lo, np.inf)[:, None]  # < t_hi wherever a row has a gap
-    packed[np.arange(width) < per_row[:, None]] = F.ravel()[flat]
-    shifted = [r if r < need_lo else width - G + r for r in ranks]
-    out = _partition(packed, shifted)
-    failed = np.zeros(n_rows, dtype=bool)
-    if low:
-        failed |= out[:, len(low) - 1] > t_lo
-    if high:
-        failed |= out[:, len(low)] < t_hi
-    if failed.any():
-        out[failed] = _partition(F[failed], ranks)
+    out = np.empty((n_rows, len(ranks)))
+    todo = np.arange(n_rows)
+    if thresholds is not None:
+        out[:], missed = select_beyond(F, ranks, *thresholds, mask)
+        todo = np.flatnonzero(missed)
+    if todo.size:
+        rest = F[todo] if todo.size < n_rows else F
+        guess = subsample_thresholds(rest, *tails)
+        if guess is None:
+            out[todo] = _partition(rest, ranks)
+            return out
+        out[todo], missed = select_beyond(rest, ranks, *guess, mask[: todo.size])
+        if missed.any():
+            out[todo[missed]] = _partition(rest[missed], ranks)
     return out
+
+
+def _learn_z(
+    stats: np.ndarray, ranks: list[int], tails: tuple[int, int], mu: np.ndarray, sd: np.ndarray
+) -> tuple[float, float] | None:
+    """Distances (in SDs of each row's values) at which the next block's thresholds sit.
+
+    A Gaussian-shaped guide: the needed tail order statistics of this block, standardised by
+    the mean x̃'w̄ and SD (x̃'Σ_w x̃)^½ of each row's values, smallest over the rows, less
+    ``Z_MARGIN``. Rows of the next block it misses go through the sub-sample route.
+    """
+    n_low = sum(r < tails[0] for r in ranks)
+    ok = sd > 0
+    if not ok.any():
+        return None
+    with np.errstate(invalid="ignore", over="ignore"):
+        z_lo = (mu - stats[:, n_low - 1])[ok] / sd[ok] if n_low else np.array([np.inf])
+        z_hi = (stats[:, n_low] - mu)[ok] / sd[ok] if n_low < len(ranks) else np.array([np.inf])
+    z = (float(np.min(z_lo)) - Z_MARGIN, float(np.min(z_hi)) - Z_MARGIN)
+    return z if all(np.isfinite(v) or v == np.inf for v in z) and not any(np.isnan(z)) else None
 
 
 def projection_quantiles(
@@ -155,16 +231,26 @@ def projection_quantiles(
     n_threads = max(1, min(int(n_threads), n))
     step = block_rows(G, max_bytes / n_threads)
 
+    tails = _tails(ranks, G)
+    centre = Wt.mean(axis=1)
+    spread = np.cov(Wt, bias=True).reshape(Wt.shape[0], Wt.shape[0])
+
     def run(rows: range) -> None:
         width = min(step, len(rows))
         values = np.empty((width, G))
         mask = np.empty((width, G), dtype=bool)
         Xt = np.ones((width, Wt.shape[0]))
+        z: tuple[float, float] | None = None  # threshold distances, in SDs, learnt block by block
         for start in range(rows.start, rows.stop, step):
             m = min(start + step, rows.stop) - start
             Xt[:m, 1:] = X[start : start + m]
             F = np.matmul(Xt[:m], Wt, out=values[:m])
-            stats = order_statistics(F, ranks, mask[:m])
+            mu = Xt[:m] @ centre
+            sd = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", Xt[:m], spread, Xt[:m]), 0.0))
+            guess = None if z is None else (mu - z[0] * sd, mu + z[1] * sd)
+            stats = order_statistics(F, ranks, mask[:m], guess)
+            if tails is not None:
+                z = _learn_z(stats, ranks, tails, mu, sd)
             for i, (below, above, gamma) in enumerate(positions):
                 result[i, start : start + m] = lerp(
                     stats[:, where[below]], stats[:, where[above]], gamma

@@ -8,7 +8,12 @@ from sklearn.datasets import load_iris
 
 from bsvm_core import draw_quantiles
 from bsvm_core.bayesian_svm import BayesianSVM
-from bsvm_core.draw_quantiles import block_rows, linear_positions, projection_quantiles
+from bsvm_core.draw_quantiles import (
+    _partition,
+    block_rows,
+    linear_positions,
+    projection_quantiles,
+)
 
 
 def _reference(X: np.ndarray, W: np.ndarray, b: np.ndarray, qs: tuple[float, ...]) -> np.ndarray:
@@ -92,3 +97,22 @@ def test_predict_interval_is_the_quantile_of_x_beta(binary: bool) -> None:
     assert lower.shape == upper.shape == ((150,) if binary else (150, 3))
     np.testing.assert_allclose(lower, lo_ref.squeeze(), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(upper, hi_ref.squeeze(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("ranks", [[3, 4], [0, 1, 2, 30, 31], [5, 6, 20, 21], [31], [0, 31]])
+def test_partition_selects_consecutive_and_distant_ranks(ranks: list[int]) -> None:
+    """Regression: a rank taken as the minimum after the previous one must also be put in its
+    place, or the next partition works on the wrong set of values."""
+    rng = np.random.default_rng(len(ranks))
+    F = rng.normal(size=(50, 32))
+    expected = np.sort(F, axis=1)[:, ranks]
+    np.testing.assert_array_equal(_partition(F.copy(), ranks), expected)
+
+
+def test_guided_thresholds_on_real_draws_are_exact_across_blocks() -> None:
+    """Blocks after the first use thresholds learnt from the previous block (mean ± z SD)."""
+    rng = np.random.default_rng(4)
+    X = _dyadic(rng.normal(size=(300, 3)) * 8)
+    W, b = _dyadic(rng.standard_t(3, size=(3, 4000)) * 8), _dyadic(rng.normal(size=4000) * 8)
+    got = projection_quantiles(X, W, b, (0.025, 0.975), max_bytes=4000 * 10 * 16)
+    np.testing.assert_array_equal(got, _reference(X, W, b, (0.025, 0.975)))
