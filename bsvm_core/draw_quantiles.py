@@ -17,6 +17,7 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from scipy import special
 
 DEFAULT_MAX_BYTES = 64 * 2**20
 """Working-memory budget of one block (the values of F plus two boolean masks), in bytes."""
@@ -33,8 +34,8 @@ SUBSAMPLE = 512
 MARGIN_SD = 3.0
 """Standard deviations of the sub-sample count by which a threshold overshoots the tail."""
 
-Z_MARGIN = 0.1
-"""Slack, in SDs of a row's values, of the thresholds learnt from the previous block."""
+Z_MARGIN = 0.05
+"""Slack, in SDs of a row's values, added to the guide's worst error on the previous block."""
 
 
 def linear_positions(n: int, q: float) -> tuple[int, int, float]:
@@ -188,24 +189,47 @@ def order_statistics(
     return out
 
 
-def _learn_z(
-    stats: np.ndarray, ranks: list[int], tails: tuple[int, int], mu: np.ndarray, sd: np.ndarray
-) -> tuple[float, float] | None:
-    """Distances (in SDs of each row's values) at which the next block's thresholds sit.
+def cornish_fisher(z: float, skew: np.ndarray) -> np.ndarray:
+    """Standardised quantile z + (z² − 1)γ/6 − (2z³ − 5z)γ²/36 (Cornish & Fisher 1937, skewness terms)."""
+    return z + (z * z - 1.0) * skew / 6.0 - (2.0 * z**3 - 5.0 * z) * skew**2 / 36.0
 
-    A Gaussian-shaped guide: the needed tail order statistics of this block, standardised by
-    the mean x̃'w̄ and SD (x̃'Σ_w x̃)^½ of each row's values, smallest over the rows, less
-    ``Z_MARGIN``. Rows of the next block it misses go through the sub-sample route.
+
+def tail_guide(
+    F: np.ndarray, mu: np.ndarray, sd: np.ndarray, tails: tuple[int, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Predicted standardised positions of each row's needed lower and upper order statistics.
+
+    The normal quantiles of need/G, corrected by Cornish-Fisher for the skewness of the row's
+    values (estimated on every ``G // SUBSAMPLE``-th draw; mean and SD are exact: x̃'w̄ and
+    (x̃'Σ_w x̃)^½). NaN where the SD is 0.
     """
-    n_low = sum(r < tails[0] for r in ranks)
-    ok = sd > 0
-    if not ok.any():
+    G = F.shape[1]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        S = (F[:, :: max(1, G // SUBSAMPLE)] - mu[:, None]) / sd[:, None]
+        skew = np.mean(S * S * S, axis=1)
+        z_lo, z_hi = special.ndtri(tails[0] / G), -special.ndtri(tails[1] / G)
+        return cornish_fisher(z_lo, skew), cornish_fisher(z_hi, skew)
+
+
+def _learn_margins(
+    stats: np.ndarray,
+    n_low: int,
+    mu: np.ndarray,
+    sd: np.ndarray,
+    guide: tuple[np.ndarray, np.ndarray],
+) -> tuple[float, float] | None:
+    """How far (in SDs) the guide erred on this block, worst row, plus ``Z_MARGIN``.
+
+    The next block's thresholds sit that far beyond the guide's positions; rows they still miss
+    go through the sub-sample route.
+    """
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        err_lo = (stats[:, n_low - 1] - mu) / sd - guide[0] if n_low else np.zeros(1)
+        err_hi = guide[1] - (stats[:, n_low] - mu) / sd if n_low < stats.shape[1] else np.zeros(1)
+    err_lo, err_hi = err_lo[np.isfinite(err_lo)], err_hi[np.isfinite(err_hi)]
+    if err_lo.size == 0 or err_hi.size == 0:
         return None
-    with np.errstate(invalid="ignore", over="ignore"):
-        z_lo = (mu - stats[:, n_low - 1])[ok] / sd[ok] if n_low else np.array([np.inf])
-        z_hi = (stats[:, n_low] - mu)[ok] / sd[ok] if n_low < len(ranks) else np.array([np.inf])
-    z = (float(np.min(z_lo)) - Z_MARGIN, float(np.min(z_hi)) - Z_MARGIN)
-    return z if all(np.isfinite(v) or v == np.inf for v in z) and not any(np.isnan(z)) else None
+    return float(err_lo.max()) + Z_MARGIN, float(err_hi.max()) + Z_MARGIN
 
 
 def projection_quantiles(
@@ -232,6 +256,7 @@ def projection_quantiles(
     step = block_rows(G, max_bytes / n_threads)
 
     tails = _tails(ranks, G)
+    n_low = 0 if tails is None else sum(r < tails[0] for r in ranks)
     centre = Wt.mean(axis=1)
     spread = np.cov(Wt, bias=True).reshape(Wt.shape[0], Wt.shape[0])
 
@@ -240,17 +265,25 @@ def projection_quantiles(
         values = np.empty((width, G))
         mask = np.empty((width, G), dtype=bool)
         Xt = np.ones((width, Wt.shape[0]))
-        z: tuple[float, float] | None = None  # threshold distances, in SDs, learnt block by block
+        margins: tuple[float, float] | None = None  # in SDs, learnt block by block
         for start in range(rows.start, rows.stop, step):
             m = min(start + step, rows.stop) - start
             Xt[:m, 1:] = X[start : start + m]
             F = np.matmul(Xt[:m], Wt, out=values[:m])
-            mu = Xt[:m] @ centre
-            sd = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", Xt[:m], spread, Xt[:m]), 0.0))
-            guess = None if z is None else (mu - z[0] * sd, mu + z[1] * sd)
-            stats = order_statistics(F, ranks, mask[:m], guess)
-            if tails is not None:
-                z = _learn_z(stats, ranks, tails, mu, sd)
+            if tails is None:
+                stats = order_statistics(F, ranks, mask[:m])
+            else:
+                mu = Xt[:m] @ centre
+                sd = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", Xt[:m], spread, Xt[:m]), 0.0))
+                guide = tail_guide(F, mu, sd, tails)
+                guess = None
+                if margins is not None:
+                    guess = (
+                        mu + (guide[0] + margins[0]) * sd,
+                        mu + (guide[1] - margins[1]) * sd,
+                    )
+                stats = order_statistics(F, ranks, mask[:m], guess)
+                margins = _learn_margins(stats, n_low, mu, sd, guide)
             for i, (below, above, gamma) in enumerate(positions):
                 result[i, start : start + m] = lerp(
                     stats[:, where[below]], stats[:, where[above]], gamma
