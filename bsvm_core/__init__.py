@@ -9,12 +9,15 @@ from .exceptions import (
     BsvmValueError,
     BsvmWarning,
     ConvergenceWarning,
+    DataRangeError,
+    MCMCConvergenceWarning,
     NotSeparableError,
     SingularCovarianceWarning,
 )
 from .kernel_svm import KernelSVM
 from .lda import LDA
 from .linear_svm import LinearSVM
+from .memory import estimate_artifact_bytes, estimate_fit_bytes
 from .qda import QDA
 
 __all__ = [
@@ -22,11 +25,15 @@ __all__ = [
     "BsvmValueError",
     "BsvmWarning",
     "ConvergenceWarning",
+    "DataRangeError",
     "KernelSVM",
     "LDA",
     "LinearSVM",
+    "MCMCConvergenceWarning",
     "NotSeparableError",
     "QDA",
     "SingularCovarianceWarning",
+    "estimate_artifact_bytes",
+    "estimate_fit_bytes",
 ]
 __version__ = "0.1.0"

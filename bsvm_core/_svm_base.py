@@ -15,7 +15,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, check_random_state
 
-from ._validation import check_fit_data, check_predict_data, encode_labels
+from ._validation import check_fit_data, check_predict_data, check_squares_finite, encode_labels
 from .calibration import fit_platt, pairwise_coupling, platt_proba
 from .exceptions import BsvmValueError
 from .multiclass import REST, binary_problems, ovo_votes, problem_targets
@@ -92,6 +92,7 @@ class SVMClassifierBase(ClassifierMixin, BaseEstimator):
         ``joblib.Parallel(n_jobs=self.n_jobs)``, with the same seeds whatever ``n_jobs`` is.
         """
         X, y = check_fit_data(self, X, y)
+        check_squares_finite(X)
         self._check_common_params()
         self._validate_params_extra(X)
         self.classes_, y_idx = encode_labels(y)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from .exceptions import BsvmValueError
+from .exceptions import BsvmValueError, DataRangeError
 
 
 def _reject_ragged(X: Any, name: str) -> None:
@@ -21,24 +22,85 @@ def _reject_ragged(X: Any, name: str) -> None:
             )
 
 
+INT64 = np.iinfo(np.int64)
+FLOAT_MAX = float(np.finfo(np.float64).max)
+
+
+def _wide_integer_labels(y: Any) -> np.ndarray | None:
+    """y as an object array of Python ints when some integer label lies beyond int64, else None.
+
+    numpy would turn such labels into float64 (losing digits) or a non-numeric object array that
+    scikit-learn's target checks reject; as exact Python ints they are ordinary class labels.
+    """
+    if isinstance(y, np.ndarray) and y.dtype.kind == "u" and y.size and y.max() > INT64.max:
+        return y.astype(object)
+    if isinstance(y, np.ndarray) and y.dtype != object:
+        return None
+    values = list(np.ravel(np.asarray(y, dtype=object)))
+    integer = [isinstance(v, int | np.integer) and not isinstance(v, bool) for v in values]
+    if not values or not all(integer):
+        return None
+    if all(INT64.min <= int(v) <= INT64.max for v in values):
+        return None
+    return np.array([int(v) for v in values], dtype=object)
+
+
 def check_fit_data(estimator: Any, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Validate (X, y) for fit; set ``n_features_in_``; return float64 X and raw-label y."""
+    """Validate (X, y) for fit; set ``n_features_in_``; return float64 X and raw-label y.
+
+    Every problem is a BsvmValueError (scikit-learn's ValueErrors are re-raised as one, with
+    their message). Integer labels beyond int64 are kept exactly, as Python ints.
+    """
     _reject_ragged(X, "X")
     if y is None:
         raise BsvmValueError(
             f"{type(estimator).__name__} requires y to be passed, but the target y is None."
         )
-    X, y = validate_data(
-        estimator, X, y, dtype=np.float64, ensure_all_finite=True, ensure_min_samples=1
-    )
-    check_classification_targets(y)
+    wide = _wide_integer_labels(y) if isinstance(y, list | tuple | np.ndarray) else None
+    try:
+        X, y = validate_data(
+            estimator,
+            X,
+            y if wide is None else wide,
+            dtype=np.float64,
+            ensure_all_finite=True,
+            ensure_min_samples=1,
+        )
+        if wide is None:
+            check_classification_targets(y)
+    except BsvmValueError:
+        raise
+    except ValueError as err:
+        raise BsvmValueError(str(err)) from err
     return X, y
 
 
 def check_predict_data(estimator: Any, X: Any) -> np.ndarray:
     """Validate X at predict time: finite, 2-D, and the feature count seen in fit."""
     _reject_ragged(X, "X")
-    return validate_data(estimator, X, dtype=np.float64, ensure_all_finite=True, reset=False)
+    try:
+        return validate_data(estimator, X, dtype=np.float64, ensure_all_finite=True, reset=False)
+    except BsvmValueError:
+        raise
+    except ValueError as err:
+        raise BsvmValueError(str(err)) from err
+
+
+def check_squares_finite(X: np.ndarray) -> None:
+    """Raise DataRangeError unless n d max|x|² fits in float64 with room to spare (÷16).
+
+    That bound covers every Gram entry, squared norm, sum of squares and cross-product a solver
+    forms from X, so nothing overflows to inf (and no inf − inf turns into NaN).
+    """
+    n, d = X.shape
+    max_abs = float(np.max(np.abs(X), initial=0.0))
+    limit = math.sqrt(FLOAT_MAX / (16.0 * max(n, 1) * max(d, 1)))
+    if max_abs > limit:
+        raise DataRangeError(
+            f"X has values whose squares overflow float64 in sums over its {n} rows and {d} "
+            f"columns (max |x| = {max_abs:.1e}, limit {limit:.1e}); rescale the features, e.g. "
+            "with sklearn.preprocessing.StandardScaler."
+        )
 
 
 def encode_labels(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

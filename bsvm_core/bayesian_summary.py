@@ -6,10 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from .draw_quantiles import DEFAULT_MAX_BYTES, projection_quantiles
 from .exceptions import BsvmValueError
-
-ROW_CHUNK = 2048
-"""Rows of X per block when turning draws into decision values (bounds memory at chunk × draws)."""
 
 
 def _check_level(level: float) -> tuple[float, float]:
@@ -19,23 +17,33 @@ def _check_level(level: float) -> tuple[float, float]:
 
 
 def decision_draws(
-    X: np.ndarray, coef_draws: np.ndarray, intercept_draws: np.ndarray, level: float
+    X: np.ndarray,
+    coef_draws: np.ndarray,
+    intercept_draws: np.ndarray,
+    level: float,
+    max_bytes: int | float = DEFAULT_MAX_BYTES,
+    n_threads: int = 1,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Equal-tailed interval of f = x'β + b over all chains × draws; (n,) or (n, n_classes) each."""
+    """Equal-tailed interval of f = x'β + b over all chains × draws; (n,) or (n, n_classes) each.
+
+    The quantiles are numpy's linear rule over the draws of f (``draw_quantiles``), computed in
+    blocks of rows that hold at most ``max_bytes``.
+    """
     lo_q, hi_q = _check_level(level)
     binary = coef_draws.ndim == 3
     coef = coef_draws.reshape(-1, 1 if binary else coef_draws.shape[2], coef_draws.shape[-1])
     b0 = intercept_draws.reshape(coef.shape[0], coef.shape[1])
     lower = np.empty((X.shape[0], coef.shape[1]))
     upper = np.empty_like(lower)
-    for start in range(0, X.shape[0], ROW_CHUNK):
-        rows = slice(start, start + ROW_CHUNK)
-        f = np.einsum("nd,gcd->ngc", X[rows], coef) + b0  # (rows, draws, problems)
-        lower[rows], upper[rows] = np.quantile(f, [lo_q, hi_q], axis=1)
+    for p in range(coef.shape[1]):
+        lower[:, p], upper[:, p] = projection_quantiles(
+            X, coef[:, p, :].T, b0[:, p], (lo_q, hi_q), max_bytes, n_threads
+        )
     return (lower.ravel(), upper.ravel()) if binary else (lower, upper)
 
 
-def _feature_names(est: Any) -> list[str]:
+def feature_names(est: Any) -> list[str]:
+    """Names of the fitted features: ``feature_names_in_`` or x0, x1, ..."""
     names = getattr(est, "feature_names_in_", None)
     if names is not None:
         return [str(n) for n in names]
@@ -73,13 +81,14 @@ def coefficient_draws(est: Any, scale: str) -> np.ndarray:
 def draw_summary(draws: np.ndarray, level: float) -> dict[str, float | None]:
     """sd, equal-tailed lower/upper, bulk ESS and split R-hat of one coefficient's (chains, draws).
 
-    ESS and R-hat are None when they are undefined: constant draws or fewer than 4 per chain.
+    ESS and R-hat are None when they are undefined: constant draws or fewer than 8 per chain.
     """
     from .diagnostics import ess_bulk, rhat_rank
+    from .mcmc_convergence import MIN_DRAWS
 
     lo_q, hi_q = _check_level(level)
     lower, upper = np.quantile(draws, [lo_q, hi_q])
-    defined = draws.shape[-1] >= 4 and bool(np.ptp(draws) > 0)
+    defined = draws.shape[-1] >= MIN_DRAWS and bool(np.ptp(draws) > 0)
     return {
         "sd": float(draws.std(ddof=1)) if draws.size > 1 else 0.0,
         "lower": float(lower),
@@ -92,7 +101,7 @@ def draw_summary(draws: np.ndarray, level: float) -> dict[str, float | None]:
 def summarise(est: Any, level: float, scale: str) -> list[dict[str, Any]]:
     """Rows {name, mean, sd, lower, upper, ess, rhat[, inclusion_prob][, class]}, intercept first."""
     _check_level(level)
-    names = ["intercept", *_feature_names(est)]
+    names = ["intercept", *feature_names(est)]
     means = coefficient_means(est, scale)
     draws = coefficient_draws(est, scale) if hasattr(est, "beta_draws_std_") else None
     incl = getattr(est, "inclusion_prob_", None)

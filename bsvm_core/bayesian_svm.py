@@ -5,22 +5,47 @@ spike-and-slab Gibbs (bayes-svm.md). The maths lives in ``solvers/bayes_*``; thi
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from joblib import Parallel, delayed
+from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, check_random_state
 
 from ._validation import check_fit_data, check_predict_data, encode_labels
-from .bayesian_summary import coefficient_draws, coefficient_means, decision_draws, summarise
-from .exceptions import BsvmValueError
+from .bayesian_summary import (
+    coefficient_draws,
+    coefficient_means,
+    decision_draws,
+    feature_names,
+    summarise,
+)
+from .draw_quantiles import DEFAULT_MAX_BYTES
+from .exceptions import BsvmValueError, MCMCConvergenceWarning
+from .mcmc_convergence import MIN_DRAWS, chain_diagnostics, convergence_message
 from .multiclass import binary_problems, problem_targets
 
 METHODS = ("em", "ecme", "mcmc", "spike_slab")
-RHAT_OK = 1.1
-"""MCMC fits report ``converged_`` when every coefficient's rank-normalised split R-hat is below this."""
+PRIOR_RANGE = (1e-100, 1e100)
+"""Allowed range of nu, a_nu and b_nu: their squares and reciprocals stay far from over/underflow."""
+
+
+def standardise(X: np.ndarray, centre: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mean, population SD, Z = (X − mean) / SD) per column; a constant column keeps SD 1.
+
+    Columns whose magnitude could overflow a sum of squares are first divided by a power of two
+    (exact), so data near the float64 limit (|x| up to 1.8e308) standardise without inf or NaN.
+    """
+    big = np.max(np.abs(X), axis=0, initial=0.0)
+    power = np.where(big > 1e150, np.exp2(np.floor(np.log2(np.where(big > 0, big, 1.0)))), 1.0)
+    Xs = X / power
+    mean = Xs.mean(axis=0) if centre else np.zeros(X.shape[1])
+    sd = np.sqrt(np.mean((Xs - mean) ** 2, axis=0))
+    scale = np.where(sd > 1e-12 * (1.0 + np.abs(mean)), sd, 1.0)
+    Z = (Xs - mean) / scale
+    return mean * power, scale * power, Z
 
 
 class _ProgressMeter:
@@ -54,13 +79,13 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
         EM mode with ν fixed; ECME mode with ν learned; Gibbs sampling; spike-and-slab Gibbs.
     alpha : float in (0, 2], default=1.0
         Exponent of the exponential-power prior (1 lasso, 2 ridge / standard SVM).
-    nu : float > 0, default=1.0
+    nu : float in [1e-100, 1e100], default=1.0
         Prior scale (larger = less shrinkage); ECME and ``learn_nu`` start from it. For
         ``spike_slab`` with α = 2 it is the SD of the paper's Gaussian slab N(0, ν²) (§7), α = 1
         the Laplace slab exp(−|β/ν|); spike-and-slab supports α ∈ {1, 2} with ν fixed.
     learn_nu : bool, default=False
         MCMC: sample ν under a Gamma(a_nu, b_nu) prior on ν^{-α}. ECME always learns ν.
-    a_nu, b_nu : float > 0, default=1.0
+    a_nu, b_nu : float in [1e-100, 1e100], default=1.0
         Shape and rate of the Gamma prior on τ = ν^{-α}.
     n_draws, burn_in, n_chains, thin : int
         MCMC: kept draws per chain, sweeps discarded first, chains, sweeps per kept draw.
@@ -94,7 +119,12 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
     n_iter_ : int
         EM/ECME iterations (largest over problems) or MCMC sweeps per chain.
     converged_ : bool
-        EM/ECME: tolerance reached; MCMC: every R-hat below 1.1.
+        EM/ECME: tolerance reached. MCMC: every coefficient (original scale) has a rank-normalised
+        split R-hat ≤ 1.01 and a bulk ESS ≥ 100; otherwise ``fit`` warns with
+        ``MCMCConvergenceWarning`` naming the coefficients that fail.
+    rhat_, ess_ : ndarray of shape (n_problems, 1 + n_features)
+        MCMC: R-hat and bulk ESS of the intercept and each coefficient (original scale); NaN
+        where undefined (draws that never move).
     coef_draws_ : ndarray
         MCMC, original scale: (n_chains, n_draws, n_features) for two classes, else
         (n_chains, n_draws, n_classes, n_features). ``intercept_draws_`` drops the last axis.
@@ -165,9 +195,19 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
         checks = [
             (self.method in METHODS, f"method must be one of {METHODS}, got {self.method!r}."),
             (_num(self.alpha) and 0 < self.alpha <= 2, "alpha must be in (0, 2]."),
-            (_num(self.nu) and 0 < self.nu < np.inf, "nu must be a finite number > 0."),
-            (_num(self.a_nu) and self.a_nu > 0, "a_nu must be > 0."),
-            (_num(self.b_nu) and self.b_nu > 0, "b_nu must be > 0."),
+            (
+                _num(self.nu) and PRIOR_RANGE[0] <= self.nu <= PRIOR_RANGE[1],
+                f"nu must be a number in [{PRIOR_RANGE[0]:g}, {PRIOR_RANGE[1]:g}], got {self.nu!r} "
+                "(the prior precision nu^-2 and the slab variance nu^2 must stay inside float64).",
+            ),
+            (
+                _num(self.a_nu) and PRIOR_RANGE[0] <= self.a_nu <= PRIOR_RANGE[1],
+                f"a_nu must be a number in [{PRIOR_RANGE[0]:g}, {PRIOR_RANGE[1]:g}].",
+            ),
+            (
+                _num(self.b_nu) and PRIOR_RANGE[0] <= self.b_nu <= PRIOR_RANGE[1],
+                f"b_nu must be a number in [{PRIOR_RANGE[0]:g}, {PRIOR_RANGE[1]:g}].",
+            ),
             (
                 _int(self.n_draws) and self.n_draws >= 4,
                 "n_draws must be an integer >= 4 (split R-hat needs 4 draws per chain).",
@@ -200,10 +240,7 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
         self._check_params()
         X, y = check_fit_data(self, X, y)
         self.classes_, y_idx = encode_labels(y)
-        self.mean_ = X.mean(axis=0) if self.fit_intercept else np.zeros(X.shape[1])
-        sd = np.sqrt(np.mean((X - self.mean_) ** 2, axis=0))
-        self.scale_ = np.where(sd > 1e-12 * (1.0 + np.abs(self.mean_)), sd, 1.0)
-        Z = (X - self.mean_) / self.scale_
+        self.mean_, self.scale_, Z = standardise(X, bool(self.fit_intercept))
         if self.fit_intercept:
             Z = np.column_stack([np.ones(Z.shape[0]), Z])
         penalised = np.ones(Z.shape[1], dtype=bool)
@@ -241,7 +278,6 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
         self.converged_ = all(r.converged for r in results)
 
     def _fit_mcmc(self, tasks: list[np.ndarray], penalised: np.ndarray) -> None:
-        from .diagnostics import rhat_rank
         from .solvers.bayes_gibbs import run_gibbs
         from .solvers.bayes_spike_slab import run_spike_slab
 
@@ -283,13 +319,23 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
             incl = np.array([o["inclusion_prob"] for o in out]).reshape(*shape, -1).mean(axis=1)
             self.inclusion_prob_ = incl[:, int(self.fit_intercept) :]
         self.n_iter_ = self.burn_in + self.n_draws * self.thin
-        rhats = [
-            rhat_rank(draws[p, :, :, j])
-            for p in range(len(tasks))
-            for j in range(draws.shape[-1])
-            if np.ptp(draws[p, :, :, j]) > 0
-        ]
-        self.converged_ = bool(np.all(np.asarray(rhats) < RHAT_OK))
+        self._check_convergence()
+
+    def _check_convergence(self) -> None:
+        """Set ``rhat_``, ``ess_`` and ``converged_``; warn naming the coefficients that fail."""
+        self.rhat_, self.ess_ = chain_diagnostics(coefficient_draws(self, "original"))
+        names = ["intercept", *feature_names(self)]
+        if self.rhat_.shape[0] > 1:
+            names = [f"{n} (class {c!r})" for c in self.classes_.tolist() for n in names]
+        message = convergence_message(names, self.rhat_.ravel(), self.ess_.ravel())
+        if self.n_draws < MIN_DRAWS:
+            message = (
+                f"MCMC convergence cannot be assessed with n_draws={self.n_draws} < {MIN_DRAWS} "
+                "per chain (split R-hat needs 4 per half); increase n_draws."
+            )
+        self.converged_ = message is None
+        if message is not None:
+            warnings.warn(message, MCMCConvergenceWarning, stacklevel=4)
 
     def _meter(self, n_tasks: int) -> _ProgressMeter | None:
         callback = getattr(self, "_progress_callback", None)
@@ -325,12 +371,22 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
         idx = (f > 0).astype(int) if f.ndim == 1 else np.argmax(f, axis=1)
         return self.classes_[idx]
 
-    def predict_interval(self, X: Any, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-        """Equal-tailed credible interval of x'β + b from the MCMC draws; shapes as decision_function."""
+    def predict_interval(
+        self, X: Any, level: float = 0.95, max_bytes: int | float = DEFAULT_MAX_BYTES
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Equal-tailed credible interval of x'β + b from the MCMC draws; shapes as decision_function.
+
+        The bounds are ``np.quantile`` (linear rule) of x'β_g + b_g over every chain's draws g,
+        computed a block of rows at a time: a block's working memory stays within ``max_bytes``
+        (at least one row), and ``n_jobs`` threads share the blocks.
+        """
         check_is_fitted(self, "coef_")
         self._require_draws()
         X = check_predict_data(self, X)
-        return decision_draws(X, self.coef_draws_, self.intercept_draws_, level)
+        if not (_num(max_bytes) and max_bytes > 0):
+            raise BsvmValueError(f"max_bytes must be a positive number, got {max_bytes!r}.")
+        threads = effective_n_jobs(self.n_jobs)
+        return decision_draws(X, self.coef_draws_, self.intercept_draws_, level, max_bytes, threads)
 
     def coefficient_means(self, scale: str = "original") -> np.ndarray:
         """(problems, 1 + d) point estimates with the intercept first, on ``scale``."""

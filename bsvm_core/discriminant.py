@@ -17,7 +17,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_fit_data, check_predict_data, encode_labels
+from ._validation import check_fit_data, check_predict_data, check_squares_finite, encode_labels
 from .exceptions import BsvmValueError
 
 PRIORS_SUM_ATOL = 1e-6
@@ -85,7 +85,8 @@ class DiscriminantBase(ClassifierMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Training vectors; finite numbers.
+            Training vectors; finite numbers whose squares summed over the data fit in float64
+            (``DataRangeError`` otherwise: rescale the features).
         y : array-like of shape (n_samples,)
             Class labels (ints, strings, ...); at least two classes.
 
@@ -96,6 +97,7 @@ class DiscriminantBase(ClassifierMixin, BaseEstimator):
         """
         self._validate_hyperparameters()
         X, y = check_fit_data(self, X, y)
+        check_squares_finite(X)
         self.classes_, y_idx = encode_labels(y)
         counts = np.bincount(y_idx, minlength=self.classes_.shape[0])
         self.priors_ = resolve_priors(self.priors, counts)

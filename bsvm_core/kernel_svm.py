@@ -12,7 +12,8 @@ import numpy as np
 
 from ._blas import single_blas_thread
 from ._svm_base import SVMClassifierBase
-from .exceptions import BsvmValueError, ConvergenceWarning, NotSeparableError
+from ._validation import FLOAT_MAX
+from .exceptions import BsvmValueError, ConvergenceWarning, DataRangeError, NotSeparableError
 from .kernels import (
     KERNELS,
     kernel_block_function,
@@ -166,6 +167,40 @@ class KernelSVM(SVMClassifierBase):
         if not isinstance(self.cache_mb, int | float | np.number) or not self.cache_mb > 0:
             raise BsvmValueError(f"cache_mb must be a positive number, got {self.cache_mb!r}.")
         self._gamma = resolve_gamma(self.gamma, X)
+        self._check_kernel_range(X)
+
+    def _check_kernel_range(self, X: np.ndarray) -> None:
+        """Refuse parameters whose kernel values or dual gradients would overflow float64.
+
+        With s = max ‖x‖² (finite: ``check_squares_finite``), |γ x'z| and γ‖x − z‖² are at most
+        4γs, |K| is at most s (linear), (γs + |coef0|)^degree (poly) or 1 (rbf, sigmoid), and a
+        dual gradient Σ_j Q_ij α_j − 1 is at most n C max|K|; each must stay below max/16.
+        """
+        if callable(self.kernel):
+            return
+        n = X.shape[0]
+        limit = FLOAT_MAX / 16.0
+        s = float(np.max(np.einsum("ij,ij->i", X, X), initial=0.0))
+        if 4.0 * self._gamma * s > limit:
+            raise DataRangeError(
+                f"gamma={self._gamma:.3g} times the squared norms of X (up to {s:.3g}) overflows "
+                "float64 in the kernel; lower gamma or rescale the features."
+            )
+        k_max = {"linear": s, "rbf": 1.0, "sigmoid": 1.0}.get(self.kernel, 1.0)
+        if self.kernel == "poly":
+            base = self._gamma * s + abs(float(self.coef0))
+            if base > 1.0 and self.degree * math.log(base) > math.log(limit / n):
+                raise DataRangeError(
+                    f"poly kernel values (gamma x'z + coef0)^degree reach {base:.3g}^{self.degree}, "
+                    "which overflows float64; lower degree, gamma or coef0, or rescale the features."
+                )
+            k_max = base**self.degree
+        C = float(self.C)
+        if math.isfinite(C) and C * n * max(k_max, 1.0) > limit:
+            raise DataRangeError(
+                f"C={C:.3g} times {n} samples times kernel values up to {k_max:.3g} overflows "
+                "float64 in the dual gradient; lower C or rescale the features."
+            )
 
     def _kernel_args(self) -> dict[str, Any]:
         return {"gamma": self._gamma, "degree": self.degree, "coef0": self.coef0}
@@ -173,6 +208,12 @@ class KernelSVM(SVMClassifierBase):
     # -- fitting ---------------------------------------------------------------------------------
     def _fit_binary(self, X: np.ndarray, y_pm: np.ndarray, seed: int) -> BinaryKernelModel:
         C = float(self.C)
+        diagonal = kernel_diagonal(X, self.kernel, **self._kernel_args())
+        if not np.all(np.isfinite(diagonal)):
+            raise DataRangeError(
+                "The kernel gives non-finite values k(x, x) on the training data; rescale the "
+                "features or change the kernel's parameters."
+            )
         try:
             # the kernel blocks are thin ((q, d + 2) × (d + 2, n)): threaded OpenBLAS was slower,
             # 3× at n = 20k on the shared 2-core machine
@@ -193,6 +234,11 @@ class KernelSVM(SVMClassifierBase):
                 f"SMO stopped at max_iter={res.n_iter} before reaching tol={self.tol}.",
                 ConvergenceWarning,
                 stacklevel=3,
+            )
+        if not (np.isfinite(res.objective) and np.isfinite(res.intercept)):
+            raise DataRangeError(
+                "SMO reached a non-finite objective or intercept (kernel values or gradients "
+                "overflowed); rescale the features or change the kernel's parameters."
             )
         support = np.flatnonzero(res.alpha > 0.0)
         return BinaryKernelModel(

@@ -9,7 +9,7 @@ import numpy as np
 
 from ._blas import single_blas_thread_if
 from ._svm_base import SVMClassifierBase
-from .exceptions import BsvmValueError, ConvergenceWarning
+from .exceptions import BsvmValueError, ConvergenceWarning, DataRangeError
 from .solvers.linear_exact import fit_linear_exact
 from .solvers.linear_objective import LinearSolution
 from .solvers.subgradient import fit_linear_subgradient
@@ -141,6 +141,11 @@ class LinearSVM(SVMClassifierBase):
                 sol = fit_linear_exact(
                     X, y, C, bool(self.fit_intercept), float(self.tol), int(self.max_iter)
                 )
+        if not (np.all(np.isfinite(sol.w)) and np.isfinite(sol.b)):
+            raise DataRangeError(
+                f"LinearSVM(solver={self.solver!r}) reached non-finite coefficients; rescale the "
+                "features or lower C."
+            )
         if not sol.converged:
             warnings.warn(
                 f"LinearSVM(solver={self.solver!r}) stopped after {sol.n_iter} iterations "

@@ -18,6 +18,10 @@ EIGEN_FLOOR = float(np.sqrt(np.finfo(np.float64).eps))
 beyond what float64 Mahalanobis distances resolve) is treated as singular and lifted by a ridge."""
 
 
+TINY = float(np.finfo(np.float64).tiny)
+"""Smallest normal float64 (2.2e-308): the least eigenvalue a class covariance keeps."""
+
+
 def covariance_spectrum(Xc: np.ndarray, dof: int) -> tuple[np.ndarray, np.ndarray]:
     """Eigen-pairs (λ of length d, rotation V (d, d)) of Σ = Xc'Xc / dof, via the SVD of Xc.
 
@@ -36,10 +40,10 @@ def shrink(eigvals: np.ndarray, reg_param: float) -> np.ndarray:
     return (1.0 - reg_param) * eigvals + reg_param
 
 
-def ridge_to_floor(eigvals: np.ndarray) -> float:
-    """Smallest ridge δ >= 0 with min(λ) + δ >= EIGEN_FLOOR · mean(λ) (mean 0 counts as 1)."""
+def ridge_to_floor(eigvals: np.ndarray, least: float = TINY) -> float:
+    """Smallest ridge δ >= 0 with min(λ) + δ >= max(EIGEN_FLOOR · mean(λ), least) (mean 0 counts as 1)."""
     scale = float(np.mean(eigvals))
-    floor = EIGEN_FLOOR * (scale if scale > 0.0 else 1.0)
+    floor = max(EIGEN_FLOOR * (scale if scale > 0.0 else 1.0), least)
     return max(0.0, floor - float(np.min(eigvals)))
 
 
@@ -127,13 +131,16 @@ class QDA(DiscriminantBase):
         self.scalings_ = np.empty((n_classes, d))
         self.rotations_ = np.empty((n_classes, d, d))
         self.reg_applied_ = np.zeros(n_classes)
+        # variances below the data's rounding level, (eps max|x|)², are noise; flooring there
+        # (and at the smallest normal float) keeps every Mahalanobis distance finite
+        least = max(TINY, (float(np.finfo(np.float64).eps) * float(np.max(np.abs(X)))) ** 2)
         for k in range(n_classes):
             if pooled is not None and counts[k] < 2:
                 eigvals, rotation = pooled
             else:
                 eigvals, rotation = covariance_spectrum(residuals[y_idx == k], counts[k] - 1)
             eigvals = shrink(eigvals, float(self.reg_param))
-            self.reg_applied_[k] = ridge_to_floor(eigvals)
+            self.reg_applied_[k] = ridge_to_floor(eigvals, least)
             self.scalings_[k] = eigvals + self.reg_applied_[k]
             self.rotations_[k] = rotation
         self.covariances_ = np.einsum(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import bsvm_core
@@ -88,3 +89,70 @@ def test_wrong_feature_count_at_predict(estimator) -> None:
     est = estimator.__class__(**estimator.get_params()).fit(X, y)
     with pytest.raises(ValueError, match="features"):
         est.predict(X[:, :2])
+
+
+OVERFLOWING_X = np.array([[1e308, -1e308], [1e308, 1e308], [-1e308, 1e308], [-1e308, -1e308]] * 2)
+
+
+@pytest.mark.parametrize(
+    "estimator",
+    [*ESTIMATORS[:6], KernelSVM(kernel="poly"), KernelSVM(kernel="sigmoid")],
+    ids=lambda e: repr(e),
+)
+def test_overflowing_data_is_refused_at_once(estimator) -> None:
+    with pytest.raises(
+        bsvm_core.DataRangeError, match=r"squares overflow float64.*max \|x\| = 1\.0e\+308"
+    ):
+        clone(estimator).fit(OVERFLOWING_X, [0, 1] * 4)
+
+
+@pytest.mark.parametrize("method", ["em", "ecme", "mcmc", "spike_slab"])
+def test_bayesian_svm_standardises_overflowing_data(method: str) -> None:
+    est = BayesianSVM(method=method, n_draws=8, burn_in=2, n_chains=1, max_iter=50, random_state=0)
+    X = OVERFLOWING_X * np.array([1.0, 0.5])
+    est.fit(X, [0, 1, 1, 0] * 2)
+    assert np.all(np.isfinite(est.mean_)) and np.all(np.isfinite(est.scale_))
+    assert np.all(np.isfinite(est.decision_function(X)))
+
+
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [
+        ({"kernel": "poly", "degree": 60, "coef0": 1e6}, "poly kernel"),
+        ({"kernel": "rbf", "gamma": 1e307}, "gamma"),
+        ({"kernel": "linear", "C": 1e306}, "C="),
+    ],
+)
+def test_kernel_parameters_that_overflow_are_refused(params: dict, match: str) -> None:
+    X = np.array([[0.0, 1.0], [1.0, 0.0], [2.0, 1.0], [1.0, 3.0]])
+    with pytest.raises(bsvm_core.DataRangeError, match=match):
+        KernelSVM(**params).fit(X, [0, 1, 0, 1])
+
+
+@pytest.mark.parametrize("nu", [1e-320, 1e-200, 1e300, float("nan")])
+def test_bayesian_nu_out_of_range_is_named(nu: float) -> None:
+    with pytest.raises(bsvm_core.BsvmValueError, match="nu must be"):
+        BayesianSVM(nu=nu).fit([[0.0], [1.0], [2.0], [3.0]], [0, 0, 1, 1])
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: repr(e))
+@pytest.mark.parametrize(
+    "labels",
+    [
+        [9223372036854775808, 1, 9223372036854775808, 1],
+        [2**70, -(2**70), 2**70, -(2**70)],
+        np.array([2**64 - 1, 5, 2**64 - 1, 5], dtype=np.uint64),
+    ],
+    ids=["2**63", "2**70", "uint64"],
+)
+def test_integer_labels_beyond_int64_are_exact_classes(estimator, labels) -> None:
+    X = np.array([[0.0, 3.0], [3.0, 0.0], [0.5, 2.5], [2.5, 0.5]])
+    est = clone(estimator).fit(X, labels)
+    expected = sorted({int(v) for v in labels})
+    assert [int(c) for c in est.classes_] == expected
+    assert {int(p) for p in est.predict(X)} <= set(expected)
+
+
+def test_other_label_problems_are_bsvm_errors() -> None:
+    with pytest.raises(bsvm_core.BsvmValueError, match="continuous"):
+        LDA().fit([[0.0], [1.0], [2.0]], [0.5, 1.5, 2.5])

@@ -1,0 +1,298 @@
+"""Equal-tailed quantiles of linear projections of posterior draws, row block by row block.
+
+For rows x̃ (n, k) and draws W (k, G), the quantiles over g of F = x̃ W are those of
+``np.quantile(F, q, axis=1)`` with numpy's default "linear" rule (Hyndman & Fan 1996, type 7:
+virtual index (G − 1) q, linear interpolation between the two neighbouring order statistics). The
+full (n, G) matrix is never built: rows go through in blocks within a memory budget, and each block
+finds its order statistics by selection instead of a sort. A sub-sample of every row gives a
+threshold that holds (with a margin of a few standard deviations) more than the needed number of
+smallest (largest) values; one comparison pass and one compaction keep only those candidates, and
+a small sort of the candidates gives the exact order statistics. Rows whose threshold falls short
+(rare) and wide intervals (tails beyond a quarter of the draws) fall back to ``np.partition``.
+"""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+from scipy import special
+
+DEFAULT_MAX_BYTES = 64 * 2**20
+"""Working-memory budget of one block (the values of F plus two boolean masks), in bytes."""
+
+BYTES_PER_VALUE = 10
+"""Memory per entry of a block: float64 value (8) and two comparison masks (1 + 1)."""
+
+CACHE_BLOCK_BYTES = 2 * 2**20
+"""Blocks are kept near this size (float64 values) so that they stay in the CPU cache."""
+
+SUBSAMPLE = 512
+"""Draws per row that estimate the selection thresholds."""
+
+MARGIN_SD = 3.0
+"""Standard deviations of the sub-sample count by which a threshold overshoots the tail."""
+
+Z_MARGIN = 0.05
+"""Slack, in SDs of a row's values, added to the guide's worst error on the previous block."""
+
+
+def linear_positions(n: int, q: float) -> tuple[int, int, float]:
+    """numpy's "linear" rule: virtual index v = (n − 1) q → (floor v, its neighbour, v − floor v)."""
+    virtual = (n - 1) * np.float64(q)
+    below = int(np.floor(virtual))
+    gamma = float(virtual - below)
+    return min(max(below, 0), n - 1), min(max(below + 1, 0), n - 1), gamma
+
+
+def lerp(a: np.ndarray, b: np.ndarray, gamma: float) -> np.ndarray:
+    """a + (b − a) γ, or b − (b − a)(1 − γ) when γ ≥ ½, exactly as numpy's ``_lerp``."""
+    diff = b - a
+    if gamma >= 0.5:
+        return b - diff * (1 - np.float64(gamma))
+    return a + diff * np.float64(gamma)
+
+
+def block_rows(n_draws: int, max_bytes: int | float = DEFAULT_MAX_BYTES) -> int:
+    """Rows per block: the largest count within ``max_bytes`` and near ``CACHE_BLOCK_BYTES``."""
+    per_row = n_draws * BYTES_PER_VALUE
+    cache_rows = max(1, CACHE_BLOCK_BYTES // (8 * n_draws))
+    return int(max(1, min(max_bytes // per_row, cache_rows)))
+
+
+def _subsample_rank(n_sub: int, fraction: float) -> int:
+    """Sub-sample rank whose value exceeds the ``fraction`` quantile with high probability."""
+    mean = n_sub * fraction
+    rank = math.ceil(mean + MARGIN_SD * math.sqrt(mean * (1 - fraction)) + 1)
+    return min(max(rank, 0), n_sub - 1)
+
+
+def _partition(F: np.ndarray, ranks: list[int]) -> np.ndarray:
+    """Order statistics ``ranks`` (ascending) of each row, reordering F in place.
+
+    One np.partition per rank on what lies above the previous one (numpy's multi-kth selection
+    is slow when the kth are far apart), and a plain minimum for a rank right after another.
+    """
+    out = np.empty((F.shape[0], len(ranks)))
+    rows = np.arange(F.shape[0])
+    done = 0  # the columns before ``done`` hold the ``done`` smallest values
+    for i, r in enumerate(ranks):
+        if i and r == ranks[i - 1] + 1:  # == done: swap the minimum of the rest into place
+            at = np.argmin(F[:, r:], axis=1) + r
+            out[:, i] = F[rows, at]
+            F[rows, at] = F[:, r]
+            F[:, r] = out[:, i]
+        else:
+            F[:, done:].partition(r - done, axis=1)
+            out[:, i] = F[:, r]
+        done = r + 1
+    return out
+
+
+def _tails(ranks: list[int], G: int) -> tuple[int, int] | None:
+    """(smallest values needed, largest values needed) when every rank lies in the outer quarters."""
+    low = [r for r in ranks if r < G // 4]
+    high = [r for r in ranks if r >= G - G // 4]
+    if len(low) + len(high) < len(ranks):
+        return None
+    return max(low, default=-1) + 1, G - min(high, default=G)
+
+
+def select_beyond(
+    F: np.ndarray, ranks: list[int], t_lo: np.ndarray, t_hi: np.ndarray, mask: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Order statistics ``ranks`` of each row of F from its values ≤ t_lo or ≥ t_hi; rows missed.
+
+    The candidates are packed into a narrow matrix whose gaps hold p = nextafter(t_lo, +inf),
+    a value strictly between the thresholds, so the k-th smallest (largest) of a packed row is
+    the row's own whenever at least the needed number of candidates lie at or below t_lo (at or
+    above t_hi); the selected values themselves show whether they do (else the row is missed).
+    """
+    n_rows, G = F.shape
+    need_lo, need_hi = _tails(ranks, G)  # type: ignore[misc]
+    n_low = sum(r < need_lo for r in ranks)
+    np.less_equal(F, t_lo[:, None], out=mask)
+    mask |= np.greater_equal(F, t_hi[:, None])
+    flat = np.flatnonzero(mask)
+    per_row = np.diff(np.searchsorted(flat, np.arange(n_rows + 1) * G))
+    width = max(int(per_row.max(initial=0)), need_lo + need_hi)
+    packed = np.empty((n_rows, width))
+    packed[:] = np.nextafter(t_lo, np.inf)[:, None]  # < t_hi wherever a row has a gap
+    packed[np.arange(width) < per_row[:, None]] = F.ravel()[flat]
+    out = _partition(packed, [r if r < need_lo else width - G + r for r in ranks])
+    missed = np.zeros(n_rows, dtype=bool)
+    if n_low:
+        missed |= ~(out[:, n_low - 1] <= t_lo)
+    if n_low < len(ranks):
+        missed |= ~(out[:, n_low] >= t_hi)
+    return out, missed
+
+
+def subsample_thresholds(
+    F: np.ndarray, need_lo: int, need_hi: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per-row thresholds beyond which need_lo (need_hi) values lie with high probability.
+
+    Order statistics of every ``G // SUBSAMPLE``-th value, a few standard deviations of the
+    sub-sample count past the needed fraction; None when the sub-sample is too coarse.
+    """
+    n_rows, G = F.shape
+    step = G // SUBSAMPLE
+    if step < 4:
+        return None
+    sub = F[:, ::step].copy()
+    n_sub = sub.shape[1]
+    r_lo = _subsample_rank(n_sub, need_lo / G) if need_lo else -1
+    r_hi = n_sub - 1 - _subsample_rank(n_sub, need_hi / G) if need_hi else n_sub
+    if not r_lo < r_hi:
+        return None
+    stats = _partition(sub, [r for r in (r_lo, r_hi) if 0 <= r < n_sub])
+    t_lo = stats[:, 0] if need_lo else np.full(n_rows, -np.inf)
+    t_hi = stats[:, -1] if need_hi else np.full(n_rows, np.inf)
+    return t_lo, t_hi
+
+
+def order_statistics(
+    F: np.ndarray,
+    ranks: list[int],
+    mask: np.ndarray | None = None,
+    thresholds: tuple[np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
+    """Order statistics ``ranks`` (0-based, ascending) of each row of F: (n_rows, len(ranks)).
+
+    F may be reordered; ``mask`` is an optional boolean scratch array of F's shape. Ranks in the
+    outer quarters are selected beyond per-row thresholds (``select_beyond``): the given ones
+    first, then, for the rows they miss, thresholds from a sub-sample; anything else (other
+    ranks, rows still missed) through np.partition of whole rows.
+    """
+    n_rows, G = F.shape
+    tails = _tails(ranks, G)
+    if tails is None:
+        return _partition(F, ranks)
+    if mask is None:
+        mask = np.empty(F.shape, dtype=bool)
+    out = np.empty((n_rows, len(ranks)))
+    todo = np.arange(n_rows)
+    if thresholds is not None:
+        out[:], missed = select_beyond(F, ranks, *thresholds, mask)
+        todo = np.flatnonzero(missed)
+    if todo.size:
+        rest = F[todo] if todo.size < n_rows else F
+        guess = subsample_thresholds(rest, *tails)
+        if guess is None:
+            out[todo] = _partition(rest, ranks)
+            return out
+        out[todo], missed = select_beyond(rest, ranks, *guess, mask[: todo.size])
+        if missed.any():
+            out[todo[missed]] = _partition(rest[missed], ranks)
+    return out
+
+
+def cornish_fisher(z: float, skew: np.ndarray) -> np.ndarray:
+    """Standardised quantile z + (z² − 1)γ/6 − (2z³ − 5z)γ²/36 (Cornish & Fisher 1937, skewness terms)."""
+    return z + (z * z - 1.0) * skew / 6.0 - (2.0 * z**3 - 5.0 * z) * skew**2 / 36.0
+
+
+def tail_guide(
+    F: np.ndarray, mu: np.ndarray, sd: np.ndarray, tails: tuple[int, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Predicted standardised positions of each row's needed lower and upper order statistics.
+
+    The normal quantiles of need/G, corrected by Cornish-Fisher for the skewness of the row's
+    values (estimated on every ``G // SUBSAMPLE``-th draw; mean and SD are exact: x̃'w̄ and
+    (x̃'Σ_w x̃)^½). NaN where the SD is 0.
+    """
+    G = F.shape[1]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        S = (F[:, :: max(1, G // SUBSAMPLE)] - mu[:, None]) / sd[:, None]
+        skew = np.mean(S * S * S, axis=1)
+        z_lo, z_hi = special.ndtri(tails[0] / G), -special.ndtri(tails[1] / G)
+        return cornish_fisher(z_lo, skew), cornish_fisher(z_hi, skew)
+
+
+def _learn_margins(
+    stats: np.ndarray,
+    n_low: int,
+    mu: np.ndarray,
+    sd: np.ndarray,
+    guide: tuple[np.ndarray, np.ndarray],
+) -> tuple[float, float] | None:
+    """How far (in SDs) the guide erred on this block, worst row, plus ``Z_MARGIN``.
+
+    The next block's thresholds sit that far beyond the guide's positions; rows they still miss
+    go through the sub-sample route.
+    """
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        err_lo = (stats[:, n_low - 1] - mu) / sd - guide[0] if n_low else np.zeros(1)
+        err_hi = guide[1] - (stats[:, n_low] - mu) / sd if n_low < stats.shape[1] else np.zeros(1)
+    err_lo, err_hi = err_lo[np.isfinite(err_lo)], err_hi[np.isfinite(err_hi)]
+    if err_lo.size == 0 or err_hi.size == 0:
+        return None
+    return float(err_lo.max()) + Z_MARGIN, float(err_hi.max()) + Z_MARGIN
+
+
+def projection_quantiles(
+    X: np.ndarray,
+    W: np.ndarray,
+    intercept: np.ndarray,
+    quantiles: tuple[float, ...],
+    max_bytes: int | float = DEFAULT_MAX_BYTES,
+    n_threads: int = 1,
+) -> np.ndarray:
+    """``np.quantile([1, X] @ [b; W], quantiles, axis=1)``, X (n, d), W (d, G), b (G,), by blocks.
+
+    Returns (len(quantiles), n): numpy's linear rule on the same products x̃'w̃_g, where x̃ = (1, x)
+    and w̃_g = (b_g, w_g). A block holds at most ``max_bytes`` (at least one row); ``n_threads``
+    threads share the rows (numpy releases the GIL in the heavy steps).
+    """
+    n, G = X.shape[0], W.shape[1]
+    Wt = np.vstack([intercept[None, :], W])
+    positions = [linear_positions(G, q) for q in quantiles]
+    ranks = sorted({r for below, above, _ in positions for r in (below, above)})
+    where = {r: i for i, r in enumerate(ranks)}
+    result = np.empty((len(quantiles), n))
+    n_threads = max(1, min(int(n_threads), n))
+    step = block_rows(G, max_bytes / n_threads)
+
+    tails = _tails(ranks, G)
+    n_low = 0 if tails is None else sum(r < tails[0] for r in ranks)
+    centre = Wt.mean(axis=1)
+    spread = np.cov(Wt, bias=True).reshape(Wt.shape[0], Wt.shape[0])
+
+    def run(rows: range) -> None:
+        width = min(step, len(rows))
+        values = np.empty((width, G))
+        mask = np.empty((width, G), dtype=bool)
+        Xt = np.ones((width, Wt.shape[0]))
+        margins: tuple[float, float] | None = None  # in SDs, learnt block by block
+        for start in range(rows.start, rows.stop, step):
+            m = min(start + step, rows.stop) - start
+            Xt[:m, 1:] = X[start : start + m]
+            F = np.matmul(Xt[:m], Wt, out=values[:m])
+            if tails is None:
+                stats = order_statistics(F, ranks, mask[:m])
+            else:
+                mu = Xt[:m] @ centre
+                sd = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", Xt[:m], spread, Xt[:m]), 0.0))
+                guide = tail_guide(F, mu, sd, tails)
+                guess = None
+                if margins is not None:
+                    guess = (
+                        mu + (guide[0] + margins[0]) * sd,
+                        mu + (guide[1] - margins[1]) * sd,
+                    )
+                stats = order_statistics(F, ranks, mask[:m], guess)
+                margins = _learn_margins(stats, n_low, mu, sd, guide)
+            for i, (below, above, gamma) in enumerate(positions):
+                result[i, start : start + m] = lerp(
+                    stats[:, where[below]], stats[:, where[above]], gamma
+                )
+
+    parts = [range(n * t // n_threads, n * (t + 1) // n_threads) for t in range(n_threads)]
+    if n_threads == 1:
+        run(parts[0])
+    else:
+        with ThreadPoolExecutor(n_threads) as pool:
+            list(pool.map(run, parts))
+    return result

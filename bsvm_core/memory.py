@@ -1,0 +1,113 @@
+"""Memory a fit will need, estimated before fitting from the shape of the data alone.
+
+``estimate_artifact_bytes`` bounds from above the size of the fitted model (its pickle or joblib
+dump): the float64 arrays it keeps, counted from the attributes each estimator stores, plus a
+fixed allowance for the Python objects around them. ``estimate_fit_bytes`` adds the working
+memory of the fit itself (copies of X, the kernel-row cache, the MCMC chains before they are
+stacked). Both are pure functions of the parameters and (n_samples, n_features, n_classes).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .bayesian_svm import BayesianSVM
+from .exceptions import BsvmValueError
+from .kernel_svm import KernelSVM
+from .lda import LDA
+from .linear_svm import LinearSVM
+from .multiclass import binary_problems
+from .qda import QDA
+
+FLOAT = 8
+"""Bytes of a float64 (and of an int64 index)."""
+
+OVERHEAD_BYTES = 8192
+"""Allowance for the pickled object itself: class, parameters, small scalars, array headers."""
+
+PER_CLASS_BYTES = 256
+"""Allowance per class for ``classes_`` labels (strings, Python ints) and per-class scalars."""
+
+PER_PROBLEM_BYTES = 512
+"""Allowance per binary problem for its small Python objects (dataclasses, Platt pairs)."""
+
+
+def _problems(estimator: Any, n_classes: int) -> list[tuple[int, int]]:
+    scheme = getattr(estimator, "multiclass", "ovr")
+    return binary_problems(n_classes, scheme if scheme in ("ovo", "ovr") else "ovr")
+
+
+def _problem_rows(problem: tuple[int, int], n_samples: int, n_classes: int) -> int:
+    """Rows of one binary problem, at most: all of them (one-vs-rest, two classes) or a pair's."""
+    if n_classes == 2 or problem[1] < 0:
+        return n_samples
+    return min(n_samples, n_samples - (n_classes - 2))  # both classes hold all but K − 2 rows
+
+
+def _array_bytes(estimator: Any, n: int, d: int, K: int) -> int:
+    """float64/int64 entries the fitted estimator keeps, times 8."""
+    problems = _problems(estimator, K)
+    P = len(problems)
+    if isinstance(estimator, LinearSVM):
+        return FLOAT * (2 * P * d + 6 * P)  # coef_ + each problem's w; intercepts, iterations
+    if isinstance(estimator, KernelSVM):
+        # every row may be a support vector: support_, support_vectors_, dual_coef_, and each
+        # binary model's own indices, support vectors and coefficients
+        per_problem = sum(_problem_rows(p, n, K) for p in problems) * (d + 2)
+        return FLOAT * (n * (d + 1) + P * n + per_problem + 4 * P + K)
+    if isinstance(estimator, LDA):
+        return FLOAT * (d * d + 3 * K * d + 3 * K)
+    if isinstance(estimator, QDA):
+        return FLOAT * (2 * K * d * d + 2 * K * d + 3 * K)
+    if isinstance(estimator, BayesianSVM):
+        P = 1 if K == 2 else K
+        k = d + 1  # coefficients with the intercept (one fewer without it)
+        point = FLOAT * (P * (3 * k + 6) + 2 * d)  # beta_std_, coef_, rhat_, ess_, mean_, scale_
+        if estimator.method not in ("mcmc", "spike_slab"):
+            return point
+        draws = int(estimator.n_chains) * int(estimator.n_draws)
+        # beta_draws_std_ (k per draw) + coef_draws_ (d) + intercept_draws_ (1), per problem
+        stored = FLOAT * draws * P * (k + d + 1)
+        inclusion = FLOAT * P * k if estimator.method == "spike_slab" else 0
+        return point + stored + inclusion
+    raise BsvmValueError(f"no memory model for {type(estimator).__name__}.")
+
+
+def _check_shape(n_samples: int, n_features: int, n_classes: int) -> None:
+    for name, value, low in (("n_samples", n_samples, 1), ("n_features", n_features, 1),
+                             ("n_classes", n_classes, 2)):  # fmt: skip
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            raise BsvmValueError(f"{name} must be an integer >= {low}, got {value!r}.")
+
+
+def estimate_artifact_bytes(estimator: Any, n_samples: int, n_features: int, n_classes: int) -> int:
+    """Upper bound on the bytes of ``joblib.dump(estimator.fit(X, y))`` for X (n, d), K classes.
+
+    MCMC and spike-and-slab: chains × draws × problems × (2d + 2) float64 (the draws on both
+    scales); KernelSVM: every training row a support vector; the rest is a few (d × d) or
+    (problems × d) arrays. ``OVERHEAD_BYTES`` + ``PER_CLASS_BYTES`` per class + ``PER_PROBLEM_BYTES``
+    per binary problem cover the Python objects and labels.
+    """
+    _check_shape(n_samples, n_features, n_classes)
+    arrays = _array_bytes(estimator, n_samples, n_features, n_classes)
+    P = len(_problems(estimator, n_classes))
+    return int(arrays + OVERHEAD_BYTES + PER_CLASS_BYTES * n_classes + PER_PROBLEM_BYTES * P)
+
+
+def estimate_fit_bytes(estimator: Any, n_samples: int, n_features: int, n_classes: int) -> int:
+    """Rough peak memory of ``fit`` beyond the caller's X: the artifact plus working arrays.
+
+    Counts validated and standardised copies of X (3 n d float64), KernelSVM's kernel-row cache
+    (``cache_mb``, one binary problem at a time, float32 rows of at most n entries) and
+    BayesianSVM's per-problem design matrices and per-chain draws before they are stacked.
+    """
+    _check_shape(n_samples, n_features, n_classes)
+    n, d, K = n_samples, n_features, n_classes
+    artifact = estimate_artifact_bytes(estimator, n, d, K)
+    working = 3 * FLOAT * n * d
+    if isinstance(estimator, KernelSVM):
+        working += min(int(float(estimator.cache_mb) * 2**20), 4 * n * n) + 4 * FLOAT * n
+    if isinstance(estimator, BayesianSVM):
+        P = 1 if K == 2 else K
+        working += FLOAT * P * n * (d + 1) + artifact  # tasks, and chain outputs before stacking
+    return int(artifact + working)

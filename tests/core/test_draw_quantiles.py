@@ -1,0 +1,118 @@
+"""Blocked quantiles of x̃'w̃_g over draws: equal to numpy's quantile of the full matrix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_iris
+
+from bsvm_core import draw_quantiles
+from bsvm_core.bayesian_svm import BayesianSVM
+from bsvm_core.draw_quantiles import (
+    _partition,
+    block_rows,
+    linear_positions,
+    projection_quantiles,
+)
+
+
+def _reference(X: np.ndarray, W: np.ndarray, b: np.ndarray, qs: tuple[float, ...]) -> np.ndarray:
+    Xt = np.column_stack([np.ones(X.shape[0]), X])
+    return np.quantile(Xt @ np.vstack([b, W]), qs, axis=1)
+
+
+def _dyadic(A: np.ndarray) -> np.ndarray:
+    """Round to multiples of 1/8 (bounded): every product and sum below is exact in float64,
+    so the matrix products agree bit for bit whatever order BLAS sums them in."""
+    return np.round(np.clip(A, -1e6, 1e6) * 8) / 8
+
+
+DRAWS = {
+    "normal": lambda rng, d, G: rng.normal(size=(d, G)) * 30,
+    "heavy_tailed": lambda rng, d, G: rng.standard_cauchy(size=(d, G)),
+    "point_masses": lambda rng, d, G: rng.normal(size=(d, G)) * 30 * (rng.random((d, G)) < 0.3),
+    "ties": lambda rng, d, G: rng.normal(size=(d, G)),
+    "skewed": lambda rng, d, G: rng.exponential(size=(d, G)) ** 3,
+}
+
+
+@pytest.mark.parametrize("kind", sorted(DRAWS))
+@pytest.mark.parametrize("G", [4, 7, 60, 3001])
+@pytest.mark.parametrize("qs", [(0.025, 0.975), (0.05, 0.95), (0.3, 0.7), (0.0005, 0.9995)])
+def test_equals_numpy_quantile_of_the_full_matrix(kind: str, G: int, qs: tuple) -> None:
+    rng = np.random.default_rng(G)
+    X = _dyadic(rng.normal(size=(57, 3)) * 4)
+    X[:5] = 0.0  # rows whose values are the intercept draws alone
+    W, b = _dyadic(DRAWS[kind](rng, 3, G)), _dyadic(DRAWS[kind](rng, 1, G)[0])
+    got = projection_quantiles(X, W, b, qs, max_bytes=G * 10 * 8)  # blocks of 8 rows
+    np.testing.assert_array_equal(got, _reference(X, W, b, qs))
+
+
+def test_real_valued_draws_agree_to_rounding() -> None:
+    rng = np.random.default_rng(3)
+    X, W, b = rng.normal(size=(200, 5)), rng.normal(size=(5, 4000)), rng.normal(size=4000)
+    got = projection_quantiles(X, W, b, (0.025, 0.975), max_bytes=1e6)
+    np.testing.assert_allclose(got, _reference(X, W, b, (0.025, 0.975)), rtol=1e-13, atol=1e-13)
+
+
+def test_threshold_misses_fall_back_to_partition(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(1)
+    X, W, b = (_dyadic(rng.normal(size=s) * 16) for s in [(40, 2), (2, 5000), (5000,)])
+    monkeypatch.setattr(draw_quantiles, "MARGIN_SD", -6.0)  # thresholds inside the tails
+    got = projection_quantiles(X, W, b, (0.025, 0.975))
+    np.testing.assert_array_equal(got, _reference(X, W, b, (0.025, 0.975)))
+
+
+def test_threads_and_budgets_give_the_same_numbers() -> None:
+    rng = np.random.default_rng(2)
+    X, W, b = (_dyadic(rng.normal(size=s) * 16) for s in [(301, 4), (4, 2000), (2000,)])
+    reference = _reference(X, W, b, (0.05, 0.95))
+    for max_bytes, threads in [(1, 1), (1e5, 2), (1e9, 3)]:
+        got = projection_quantiles(X, W, b, (0.05, 0.95), max_bytes, threads)
+        np.testing.assert_array_equal(got, reference)
+
+
+def test_block_rows_respects_the_budget() -> None:
+    assert block_rows(8000, 1) == 1
+    assert block_rows(8000, 8000 * draw_quantiles.BYTES_PER_VALUE * 3) == 3
+    assert block_rows(8000, 1e12) * 8000 * 8 <= draw_quantiles.CACHE_BLOCK_BYTES
+
+
+def test_linear_positions_are_numpys_type_7() -> None:
+    assert linear_positions(8000, 0.025) == (199, 200, pytest.approx(0.975))
+    assert linear_positions(5, 1.0) == (4, 4, 0.0)
+
+
+@pytest.mark.parametrize("binary", [True, False])
+def test_predict_interval_is_the_quantile_of_x_beta(binary: bool) -> None:
+    X, y = load_iris(return_X_y=True)
+    if binary:
+        y = (y == 2).astype(int)
+    est = BayesianSVM(method="mcmc", n_draws=120, burn_in=30, n_chains=2, random_state=0)
+    est.fit(X, y)
+    lower, upper = est.predict_interval(X, level=0.9, max_bytes=50_000)
+    coef = est.coef_draws_.reshape(240, -1, 4)
+    f = np.einsum("nd,gcd->ngc", X, coef) + est.intercept_draws_.reshape(240, -1)
+    lo_ref, hi_ref = np.quantile(f, [0.05, 0.95], axis=1)
+    assert lower.shape == upper.shape == ((150,) if binary else (150, 3))
+    np.testing.assert_allclose(lower, lo_ref.squeeze(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(upper, hi_ref.squeeze(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("ranks", [[3, 4], [0, 1, 2, 30, 31], [5, 6, 20, 21], [31], [0, 31]])
+def test_partition_selects_consecutive_and_distant_ranks(ranks: list[int]) -> None:
+    """Regression: a rank taken as the minimum after the previous one must also be put in its
+    place, or the next partition works on the wrong set of values."""
+    rng = np.random.default_rng(len(ranks))
+    F = rng.normal(size=(50, 32))
+    expected = np.sort(F, axis=1)[:, ranks]
+    np.testing.assert_array_equal(_partition(F.copy(), ranks), expected)
+
+
+def test_guided_thresholds_on_real_draws_are_exact_across_blocks() -> None:
+    """Blocks after the first use thresholds learnt from the previous block (mean ± z SD)."""
+    rng = np.random.default_rng(4)
+    X = _dyadic(rng.normal(size=(300, 3)) * 8)
+    W, b = _dyadic(rng.standard_t(3, size=(3, 4000)) * 8), _dyadic(rng.normal(size=4000) * 8)
+    got = projection_quantiles(X, W, b, (0.025, 0.975), max_bytes=4000 * 10 * 16)
+    np.testing.assert_array_equal(got, _reference(X, W, b, (0.025, 0.975)))

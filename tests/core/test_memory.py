@@ -1,0 +1,88 @@
+"""Memory estimates before fitting: an upper bound on the joblib dump, within 2× + a constant."""
+
+from __future__ import annotations
+
+import io
+import warnings
+
+import joblib
+import numpy as np
+import pytest
+
+from bsvm_core import (
+    LDA,
+    QDA,
+    BayesianSVM,
+    BsvmValueError,
+    KernelSVM,
+    LinearSVM,
+    estimate_artifact_bytes,
+    estimate_fit_bytes,
+)
+
+SLACK = 20_000
+"""The "small constant" of the bound: pickled Python objects, labels, headers."""
+
+ESTIMATORS = [
+    LinearSVM(),
+    LinearSVM(multiclass="ovo", probability=True, random_state=0),
+    LinearSVM(solver="subgradient", max_iter=20),
+    KernelSVM(C=0.01),  # every point is a support vector: the bound is reached
+    KernelSVM(C=0.01, multiclass="ovr", probability=True, random_state=0),
+    LDA(),
+    QDA(),
+    BayesianSVM(),
+    BayesianSVM(method="ecme", max_iter=50),
+    BayesianSVM(method="mcmc", n_draws=200, burn_in=5, n_chains=2, random_state=0),
+    BayesianSVM(method="spike_slab", n_draws=300, burn_in=5, n_chains=3, random_state=0),
+    BayesianSVM(method="mcmc", fit_intercept=False, n_draws=40, burn_in=5, random_state=0),
+]
+
+
+def _dump_size(estimator: object) -> int:
+    buffer = io.BytesIO()
+    joblib.dump(estimator, buffer)
+    return len(buffer.getvalue())
+
+
+@pytest.mark.parametrize("shape", [(60, 3, 2), (90, 5, 3), (120, 30, 4)])
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=repr)
+def test_estimate_bounds_the_dump(estimator, shape: tuple[int, int, int]) -> None:
+    n, d, K = shape
+    rng = np.random.default_rng(n)
+    X = rng.normal(size=(n, d))
+    y = np.array([f"class-{k}" for k in np.arange(n) % K])
+    estimate = estimate_artifact_bytes(estimator, n, d, K)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fitted = estimator.__class__(**estimator.get_params()).fit(X, y)
+    actual = _dump_size(fitted)
+    assert actual <= estimate <= 2 * actual + SLACK
+    assert estimate_fit_bytes(estimator, n, d, K) >= estimate
+
+
+def test_mcmc_estimate_scales_with_draws_chains_problems_and_features() -> None:
+    small = estimate_artifact_bytes(BayesianSVM(method="mcmc", n_draws=1000), 100, 4, 3)
+    big = estimate_artifact_bytes(BayesianSVM(method="mcmc", n_draws=8000, n_chains=8), 100, 4, 3)
+    # 8000 draws × 8 chains × 3 problems × (2·4 + 2) float64 = 15.36 MB
+    assert big - small == pytest.approx(8 * 3 * 10 * (8000 * 8 - 1000 * 4), rel=1e-6)
+
+
+def test_kernel_cache_counts_in_the_fit_estimate() -> None:
+    small = estimate_fit_bytes(KernelSVM(cache_mb=1), 5000, 10, 2)
+    large = estimate_fit_bytes(KernelSVM(cache_mb=100), 5000, 10, 2)
+    assert large - small == 4 * 5000 * 5000 - 2**20  # capped by the whole float32 Gram matrix
+
+
+def test_kernel_estimate_is_an_upper_bound_with_few_support_vectors() -> None:
+    rng = np.random.default_rng(0)
+    X = np.r_[rng.normal(-5, 1, (100, 2)), rng.normal(5, 1, (100, 2))]
+    fitted = KernelSVM(kernel="linear").fit(X, np.repeat([0, 1], 100))
+    assert fitted.support_.size < 10
+    assert _dump_size(fitted) <= estimate_artifact_bytes(KernelSVM(kernel="linear"), 200, 2, 2)
+
+
+@pytest.mark.parametrize(("args", "name"), [((0, 2, 2), "n_samples"), ((5, 2, 1), "n_classes")])
+def test_bad_shapes_are_named(args: tuple, name: str) -> None:
+    with pytest.raises(BsvmValueError, match=name):
+        estimate_artifact_bytes(LDA(), *args)
