@@ -11,10 +11,12 @@ Hierarchy::
      │    └── ArtifactRefused    409 ARTIFACT_REFUSED (integrity check failed; never unpickled)
      ├── PayloadTooLarge         413 PAYLOAD_TOO_LARGE
      ├── InvalidInput            422 INVALID_INPUT (fields or data)
-     │    └── TrainingTimeout    422 TRAINING_TIMEOUT
+     │    ├── TrainingTimeout    422 TRAINING_TIMEOUT
+     │    └── TrainingOutOfMemory 422 TRAINING_OUT_OF_MEMORY (over BSVM_WORKER_MEMORY_MB)
      ├── Busy                    429 BUSY (+ Retry-After)
      ├── Unavailable             503 UNAVAILABLE (+ Retry-After)
-     └── TrainingFailed          500 TRAINING_FAILED (worker crashed; details in the log)
+     ├── TrainingFailed          500 TRAINING_FAILED (worker crashed; details in the log)
+     └── TrainingAbandoned       500 TRAINING_ABANDONED (its server stopped twice while running it)
 """
 
 from __future__ import annotations
@@ -114,6 +116,18 @@ class ArtifactRefused(Conflict):
     """A stored artifact failed its integrity check and was not loaded."""
 
     code = "ARTIFACT_REFUSED"
+
+
+class TrainingOutOfMemory(InvalidInput):
+    """The fit needed more memory than ``BSVM_WORKER_MEMORY_MB``; its worker was stopped."""
+
+    code = "TRAINING_OUT_OF_MEMORY"
+
+
+class TrainingAbandoned(ApiError):
+    """The process running the job stopped (its lease expired) too many times."""
+
+    status_code, code = 500, "TRAINING_ABANDONED"
 
 
 def detail(field: str, problem: str) -> ErrorDetail:

@@ -73,6 +73,29 @@ class Settings(BaseSettings):
         description="Debris of a crashed save (temporary files, artifacts without a row) older "
         "than this is removed at start; longer than any save in flight on another replica.",
     )
+    max_artifact_mb: float = Field(
+        512.0,
+        gt=0,
+        description="Largest fitted model a training may produce, estimated before it starts "
+        "(MCMC: draws x chains x coefficients x problems); larger requests get 422.",
+    )
+    max_cache_mb: float = Field(
+        1024.0, gt=0, description="Cap on a kernel SVM's kernel cache (params.cache_mb)."
+    )
+    worker_memory_mb: float = Field(
+        4096.0,
+        gt=0,
+        description="Address space a training worker may add (RLIMIT_AS); beyond it the training "
+        "fails with TRAINING_OUT_OF_MEMORY and the server lives on.",
+    )
+    predict_memory_mb: float = Field(
+        256.0,
+        gt=0,
+        description="Working memory of one predict: rows are scored in blocks within it.",
+    )
+    predict_concurrency: int = Field(
+        8, ge=1, description="Predicts served at once by one process; more get 503 + Retry-After."
+    )
     model_cache_mb: float = Field(
         1024.0, gt=0, description="Fitted models kept loaded (LRU), bounded by artifact bytes."
     )

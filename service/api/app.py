@@ -15,6 +15,7 @@ from service.api.envelope import install_error_handlers
 from service.api.metrics import Metrics
 from service.api.middleware import RequestContextMiddleware
 from service.api.routes import health, jobs, models, predict, train
+from service.inference.limits import PredictGate
 from service.logs import configure_logging
 from service.repository.model_types import build_registry
 from service.repository.opening import open_store
@@ -85,6 +86,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.jobs = None
     app.state.metrics = Metrics()
     app.state.registry = build_registry()
+    app.state.predict_gate = PredictGate(settings.predict_concurrency)
 
     install_error_handlers(app)
     app.add_middleware(RequestContextMiddleware, settings=settings, metrics=app.state.metrics)

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from service.errors import Unavailable
+from service.inference.limits import PredictGate
 from service.repository.model_types import Registry
 from service.repository.store import ModelStore
 from service.settings import Settings
@@ -46,7 +47,13 @@ def get_registry(request: Request) -> Registry:
     return registry
 
 
+def get_predict_gate(request: Request) -> PredictGate:
+    """The bound on concurrent predicts of this process."""
+    return request.app.state.predict_gate
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 StoreDep = Annotated[ModelStore, Depends(get_store)]
 JobsDep = Annotated[JobQueue, Depends(get_jobs)]
 RegistryDep = Annotated[Registry, Depends(get_registry)]
+GateDep = Annotated[PredictGate, Depends(get_predict_gate)]

@@ -11,6 +11,7 @@ import numpy as np
 from bsvm_core.bayesian_summary import draw_summary
 from service.data_checks import as_matrix, check_feature_names, check_n_features
 from service.errors import Conflict, InvalidInput, detail
+from service.inference.limits import give_back_memory, row_bytes, score_in_blocks
 from service.inference.plots import CoefficientTrace
 from service.repository.model_types import model_types_with
 from service.repository.store import ModelStore
@@ -50,10 +51,10 @@ def reorder_columns(
     return X[:, [position[name] for name in expected]]
 
 
-def _interval(estimator: Any, X: np.ndarray, level: float) -> dict[str, Any]:
-    """``predict_interval``'s (lower, upper) as ``{level, lower, upper}``."""
+def _interval(estimator: Any, X: np.ndarray, level: float, budget: float) -> dict[str, Any]:
+    """``predict_interval``'s (lower, upper) as ``{level, lower, upper}``, within ``budget`` bytes."""
     try:
-        lower, upper = estimator.predict_interval(X, level)
+        lower, upper = estimator.predict_interval(X, level, max_bytes=budget)
     except ValueError as exc:  # e.g. EM/ECME: a mode, no posterior draws
         raise Conflict(
             f"this model cannot give intervals: {exc}",
@@ -93,14 +94,19 @@ def predict(store: ModelStore, settings: Settings, body: Any) -> dict[str, Any]:
         "version": record["version"],
         "classes": record["classes"],
     }
+    budget = settings.predict_memory_mb * 2**20
+    per_row = row_bytes(estimator, X.shape[1])
     if "label" in outputs:
-        out["predictions"] = _labels(estimator.predict(X))
+        out["predictions"] = _labels(score_in_blocks(estimator.predict, X, per_row, budget))
     if "decision" in outputs:
-        out["decision_function"] = _floats(estimator.decision_function(X))
+        out["decision_function"] = _floats(
+            score_in_blocks(estimator.decision_function, X, per_row, budget)
+        )
     if "probability" in outputs:
-        out["probabilities"] = _floats(estimator.predict_proba(X))
+        out["probabilities"] = _floats(score_in_blocks(estimator.predict_proba, X, per_row, budget))
     if "interval" in outputs:
-        out["intervals"] = _interval(estimator, X, body.level)
+        out["intervals"] = _interval(estimator, X, body.level, budget)
+    give_back_memory(X.nbytes)
     return out
 
 

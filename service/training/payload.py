@@ -20,7 +20,12 @@ ARRAYS = ("X", "y", "X_test", "y_test")
 
 def encode_task(task: TrainTask) -> bytes:
     """``task`` as npz bytes: X, y (and the held-out split) plus a JSON header."""
-    header = {"model_type": task.model_type, "params": task.params, "meta": task.meta}
+    header = {
+        "model_type": task.model_type,
+        "params": task.params,
+        "meta": task.meta,
+        "memory_limit_mb": task.memory_limit_mb,
+    }
     arrays = {k: getattr(task, k) for k in ARRAYS if getattr(task, k) is not None}
     arrays = {k: np.asarray(v, dtype=str) if v.dtype == object else v for k, v in arrays.items()}
     buffer = io.BytesIO()
@@ -34,4 +39,10 @@ def decode_task(data: bytes, model_types: Registry) -> TrainTask:
         header: dict[str, Any] = json.loads(npz["header"].tobytes().decode())
         arrays = {k: npz[k] for k in ARRAYS if k in npz.files}
     spec = model_types[header["model_type"]]
-    return TrainTask(spec=spec, params=header["params"], meta=header["meta"], **arrays)
+    return TrainTask(
+        spec=spec,
+        params=header["params"],
+        meta=header["meta"],
+        memory_limit_mb=header.get("memory_limit_mb"),
+        **arrays,
+    )

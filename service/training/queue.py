@@ -43,8 +43,10 @@ from service.errors import (
     Busy,
     InvalidInput,
     NotFound,
+    TrainingAbandoned,
     TrainingCancelled,
     TrainingFailed,
+    TrainingOutOfMemory,
     TrainingTimeout,
     detail,
 )
@@ -74,15 +76,16 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-class TrainingAbandoned(ApiError):
-    """The process running the job stopped (its lease expired) too many times."""
-
-    status_code, code = 500, "TRAINING_ABANDONED"
-
-
 ERRORS: dict[str, type[ApiError]] = {
     cls.code: cls
-    for cls in (TrainingTimeout, TrainingFailed, TrainingCancelled, InvalidInput, TrainingAbandoned)
+    for cls in (
+        TrainingTimeout,
+        TrainingFailed,
+        TrainingCancelled,
+        InvalidInput,
+        TrainingAbandoned,
+        TrainingOutOfMemory,
+    )
 }
 
 
@@ -507,6 +510,11 @@ class JobQueue:
             error = TrainingTimeout(
                 outcome.message,
                 [detail("X", "fit took too long: send fewer rows or lower max_iter")],
+            )
+        elif outcome.status == "memory":
+            error = TrainingOutOfMemory(
+                outcome.message,
+                [detail("X", "send fewer rows or features, or ask for a smaller model")],
             )
         elif outcome.status == "invalid":
             error = InvalidInput(

@@ -17,9 +17,11 @@ from typing import Any
 import numpy as np
 
 from bsvm_core.discriminant import resolve_priors
+from bsvm_core.exceptions import BsvmValueError
+from bsvm_core.memory import estimate_artifact_bytes
 from service.data_checks import as_labels, as_matrix, check_feature_names
 from service.errors import InvalidInput, detail
-from service.repository.model_types import Registry
+from service.repository.model_types import ModelSpec, Registry
 from service.settings import Settings
 from service.training.evaluation import heldout_split
 from service.training.worker import FitResult, TrainTask
@@ -59,6 +61,43 @@ def _check_params(params: dict[str, Any], y: np.ndarray, settings: Settings) -> 
             raise InvalidInput("invalid priors", [detail("params.priors", str(exc))]) from None
 
 
+MEMORY_FIELD = {"mcmc": "params.n_draws", "spike_slab": "params.n_draws"}
+"""The parameter to lower when a model type's artifact is too large (else the data: X)."""
+
+
+def _check_memory(
+    spec: ModelSpec, params: dict[str, Any], shape: tuple[int, int], n_classes: int, s: Settings
+) -> None:
+    """Refuse (422) before any work a kernel cache or a fitted model over the settings' bounds."""
+    cache_mb = params.get("cache_mb")
+    if cache_mb is not None and cache_mb > s.max_cache_mb:
+        raise InvalidInput(
+            "parameter out of bounds",
+            [detail("params.cache_mb", f"must be at most {s.max_cache_mb:g} (BSVM_MAX_CACHE_MB)")],
+        )
+    try:
+        size = estimate_artifact_bytes(spec.make_estimator(params), *shape, n_classes)
+    except BsvmValueError:  # a model type the estimates do not know: nothing to check
+        return
+    if size > s.max_artifact_mb * 2**20:
+        field = MEMORY_FIELD.get(spec.fixed.get("method", ""), "X")
+        hint = (
+            "lower n_draws or n_chains, or thin the chains"
+            if field != "X"
+            else "send fewer rows or features"
+        )
+        raise InvalidInput(
+            "the fitted model would be too large",
+            [
+                detail(
+                    field,
+                    f"the model would take about {size / 2**20:.0f} MiB; the limit is "
+                    f"{s.max_artifact_mb:g} MiB (BSVM_MAX_ARTIFACT_MB): {hint}",
+                )
+            ],
+        )
+
+
 def prepare_task(request: Any, settings: Settings, registry: Registry) -> TrainTask:
     """Check a train request against the limits and build the worker's task (422 on problems)."""
     spec = registry[request.model_type]  # the body's union admits registered types only
@@ -67,10 +106,11 @@ def prepare_task(request: Any, settings: Settings, registry: Registry) -> TrainT
     feature_names = check_feature_names(request.feature_names, X.shape[1])
     params = request.params.model_dump()
     _check_params(params, y, settings)
+    _check_memory(spec, params, X.shape, int(np.unique(y).size), settings)
     seed = params.get("random_state")
     if "random_state" in params and seed is None:
         seed = params["random_state"] = secrets.randbelow(2**31)
-    task = TrainTask(spec=spec, params=params, X=X, y=y)
+    task = TrainTask(spec=spec, params=params, X=X, y=y, memory_limit_mb=settings.worker_memory_mb)
     evaluation = None
     if request.evaluation is not None:
         split_seed = request.evaluation.random_state

@@ -13,6 +13,7 @@ import logging
 import multiprocessing
 import os
 import queue as queue_mod
+import resource
 import sys
 import threading
 import time
@@ -55,6 +56,8 @@ class TrainTask:
     X_test: np.ndarray | None = None
     y_test: np.ndarray | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    memory_limit_mb: float | None = None
+    """Address space the worker may add to what it starts with (RLIMIT_AS); None: no limit."""
 
     @property
     def model_type(self) -> str:
@@ -203,13 +206,35 @@ def exit_with_parent() -> None:
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
+def limit_memory(extra_mb: float | None) -> None:
+    """Cap this process's address space at its current size plus ``extra_mb`` (RLIMIT_AS)."""
+    if extra_mb is None or sys.platform != "linux":
+        return
+    with open("/proc/self/statm") as fh:
+        current = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    limit = current + int(extra_mb * 2**20)
+    _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
 def worker_main(task: TrainTask, messages: Any, n_jobs: int = 1) -> None:
     """Entry point of the worker process: put progress, then one final message, on ``messages``."""
     exit_with_parent()
+    limit_memory(task.memory_limit_mb)
     messages.put(WorkerMessage("progress", 0.1))
     try:
         result = fit_and_evaluate(
             task, lambda f: messages.put(WorkerMessage("progress", f)), n_jobs=n_jobs
+        )
+    except MemoryError:
+        messages.put(
+            WorkerMessage(
+                "memory",
+                f"the training needed more than its {task.memory_limit_mb:g} MiB of memory "
+                "(BSVM_WORKER_MEMORY_MB)",
+            )
         )
     except ValueError as exc:
         messages.put(WorkerMessage("invalid", str(exc)[:500]))

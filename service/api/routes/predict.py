@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 from service.api.csv_bodies import CsvRoute, csv_openapi
-from service.api.deps import SettingsDep, StoreDep
+from service.api.deps import GateDep, SettingsDep, StoreDep
 from service.api.openapi import error_responses
 from service.api.schemas.predict import PredictRequest, PredictResponse
 from service.inference import predict as prediction
@@ -28,8 +28,11 @@ CSV_QUERY = {
     responses=error_responses(400, 404, 409, 422, 503),
     openapi_extra=csv_openapi(CSV_BODY, CSV_QUERY, arrays=("outputs",)),
 )
-def predict(body: PredictRequest, request: Request, store: StoreDep, settings: SettingsDep) -> Any:
+def predict(
+    body: PredictRequest, request: Request, store: StoreDep, settings: SettingsDep, gate: GateDep
+) -> Any:
     """Score rows (JSON or CSV) with a model given by id, name, name@alias or name:version."""
-    out = prediction.predict(store, settings, body)
+    with gate.slot():
+        out = prediction.predict(store, settings, body)
     request.state.model_id = out["model_id"]
     return out
