@@ -173,8 +173,9 @@ class KernelSVM(SVMClassifierBase):
         """Refuse parameters whose kernel values or dual gradients would overflow float64.
 
         With s = max ‖x‖² (finite: ``check_squares_finite``), |γ x'z| and γ‖x − z‖² are at most
-        4γs, |K| is at most s (linear), (γs + |coef0|)^degree (poly) or 1 (rbf, sigmoid), and a
-        dual gradient Σ_j Q_ij α_j − 1 is at most n C max|K|; each must stay below max/16.
+        4γs, |K| is at most s (linear), (γs + |coef0|)^degree (poly) or 1 (rbf, sigmoid), a
+        dual gradient is at most n C max|K| and the dual objective ½αᵀQα at most ½(nC)² max|K|;
+        each must stay below max/16.
         """
         if callable(self.kernel):
             return
@@ -196,10 +197,11 @@ class KernelSVM(SVMClassifierBase):
                 )
             k_max = base**self.degree
         C = float(self.C)
-        if math.isfinite(C) and C * n * max(k_max, 1.0) > limit:
+        if math.isfinite(C) and n * C > math.sqrt(limit / max(k_max, 1.0)):
             raise DataRangeError(
-                f"C={C:.3g} times {n} samples times kernel values up to {k_max:.3g} overflows "
-                "float64 in the dual gradient; lower C or rescale the features."
+                f"C={C:.3g} with {n} samples and kernel values up to {k_max:.3g} overflows "
+                "float64 in the dual objective ½αᵀQα (up to ½(nC)² max|K|); lower C (or use "
+                "C=inf for a hard margin) or rescale the features."
             )
 
     def _kernel_args(self) -> dict[str, Any]:

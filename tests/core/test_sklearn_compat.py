@@ -121,6 +121,7 @@ def test_bayesian_svm_standardises_overflowing_data(method: str) -> None:
         ({"kernel": "poly", "degree": 60, "coef0": 1e6}, "poly kernel"),
         ({"kernel": "rbf", "gamma": 1e307}, "gamma"),
         ({"kernel": "linear", "C": 1e306}, "C="),
+        ({"kernel": "rbf", "C": 1e300}, "dual objective"),
     ],
 )
 def test_kernel_parameters_that_overflow_are_refused(params: dict, match: str) -> None:
