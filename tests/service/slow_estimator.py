@@ -24,17 +24,23 @@ class SlowParams(Params):
     seconds: float = Field(0.0, ge=0)
     pid_file: str | None = None
     fail: bool = False
+    allocate_mb: float = Field(0.0, ge=0)
 
 
 class SlowEstimator(ClassifierMixin, BaseEstimator):
     """Predicts the majority class after sleeping ``seconds``; a test double for long fits."""
 
     def __init__(
-        self, seconds: float = 0.0, pid_file: str | None = None, fail: bool = False
+        self,
+        seconds: float = 0.0,
+        pid_file: str | None = None,
+        fail: bool = False,
+        allocate_mb: float = 0.0,
     ) -> None:
         self.seconds = seconds
         self.pid_file = pid_file
         self.fail = fail
+        self.allocate_mb = allocate_mb
 
     def set_progress_callback(self, fn: Callable[[float], None] | None) -> SlowEstimator:
         """Register ``fn(fraction_done)`` for the next ``fit``, as ``BayesianSVM`` does."""
@@ -46,6 +52,8 @@ class SlowEstimator(ClassifierMixin, BaseEstimator):
             Path(self.pid_file).write_text(str(os.getpid()))
         if self.fail:
             raise ValueError("SlowEstimator was asked to fail")
+        if self.allocate_mb:
+            np.ones(int(self.allocate_mb * 2**20) // 8)  # touched, so really allocated
         steps = max(int(self.seconds / 0.05), 1)
         for step in range(steps):
             time.sleep(self.seconds / steps)
@@ -64,9 +72,16 @@ class SlowEstimator(ClassifierMixin, BaseEstimator):
 SLOW_SPEC = ModelSpec("slow", SlowEstimator, SlowParams)
 
 
-def slow_task(name: str = "slow", **params: Any) -> TrainTask:
+def slow_task(name: str = "slow", memory_limit_mb: float | None = None, **params: Any) -> TrainTask:
     """A ``TrainTask`` for ``SlowEstimator`` on a tiny data set."""
     X = np.arange(12, dtype=float).reshape(6, 2)
     y = np.array([0, 0, 0, 1, 1, 1])
     meta = {"name": name, "feature_names": None, "random_state": None, "evaluation": None}
-    return TrainTask(spec=SLOW_SPEC, params=SlowParams(**params).model_dump(), X=X, y=y, meta=meta)
+    return TrainTask(
+        spec=SLOW_SPEC,
+        params=SlowParams(**params).model_dump(),
+        X=X,
+        y=y,
+        meta=meta,
+        memory_limit_mb=memory_limit_mb,
+    )
