@@ -8,6 +8,7 @@ Hierarchy::
      ├── NotFound                404 NOT_FOUND
      ├── Conflict                409 CONFLICT (the model cannot do that)
      │    ├── TrainingCancelled  409 TRAINING_CANCELLED
+     │    ├── NameSchemaConflict 409 NAME_SCHEMA_CONFLICT (a name keeps one type and feature set)
      │    └── ArtifactRefused    409 ARTIFACT_REFUSED (integrity check failed; never unpickled)
      ├── PayloadTooLarge         413 PAYLOAD_TOO_LARGE
      ├── InvalidInput            422 INVALID_INPUT (fields or data)
@@ -128,6 +129,12 @@ class TrainingAbandoned(ApiError):
     """The process running the job stopped (its lease expired) too many times."""
 
     status_code, code = 500, "TRAINING_ABANDONED"
+
+
+class NameSchemaConflict(Conflict):
+    """A name's models keep one model type and one feature set unless the request says so."""
+
+    code = "NAME_SCHEMA_CONFLICT"
 
 
 def detail(field: str, problem: str) -> ErrorDetail:

@@ -18,8 +18,16 @@ from service.repository.store import ModelStore
 from service.settings import Settings
 
 FLOAT_MAX = float(np.finfo(np.float64).max)
+OUTPUT_KEYS = {
+    "predictions": "label",
+    "decision_function": "decision",
+    "probabilities": "probability",
+    "intervals": "interval",
+}
+"""Output names as the response keys → the short names used below (which stay accepted)."""
 DRAWS = model_types_with("draws")
 BAYESIAN = model_types_with("mode", "draws")
+MODE_ONLY = frozenset(model_types_with("mode").split(", "))
 
 
 def _floats(values: Any) -> list[Any]:
@@ -71,7 +79,7 @@ def predict(store: ModelStore, settings: Settings, body: Any) -> dict[str, Any]:
     X = reorder_columns(X, body.feature_names, record.get("feature_names"))
     check_n_features(X, int(record["n_features"]))
     estimator = store.load(model_id)
-    outputs = set(body.outputs)
+    outputs = {OUTPUT_KEYS.get(name, name) for name in body.outputs}
     if "probability" in outputs and not hasattr(estimator, "predict_proba"):
         why = (
             "it was trained without probability=true"
@@ -147,7 +155,12 @@ def posterior(
             [detail("model_id", "not a Bayesian model")],
         )
     coefficients = [_clean(entry) for entry in estimator.posterior_summary(level, scale=scale)]
+    mode_only = record["model_type"] in MODE_ONLY
     for entry in coefficients:
+        if mode_only:  # EM/ECME: the summary's "mean" is the posterior mode; say so
+            entry["mode"] = entry.pop("mean", None)
+            for key in ("sd", "lower", "upper", "ess", "rhat"):
+                entry.pop(key, None)
         entry["name"] = _display_name(str(entry.get("name", "")), record.get("feature_names"))
     return {"model_id": model_id, "level": level, "scale": scale, "coefficients": coefficients}
 

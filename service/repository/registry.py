@@ -17,15 +17,18 @@ from typing import Any
 from sqlalchemy import Connection, and_, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from service.errors import InvalidInput, NotFound, detail
+from service.errors import InvalidInput, NameSchemaConflict, NotFound, detail
 from service.repository.database import Database
-from service.repository.tables import aliases, models, names
+from service.repository.tables import aliases, model_tags, models, names
 
 MODEL_ID_PATTERN = r"^m_[0-9a-f]{32}$"
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 ALIAS_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,31}$"
 VERSION_PATTERN = r"^[1-9][0-9]{0,8}$"
 """ASCII digits only (``str.isdigit`` admits other scripts' digits), no leading zero, < 10⁹."""
+
+REFERENCE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}([:@][^/]{1,40})?$"
+"""A model id or a name, optionally with ``:version`` or ``@alias`` (each checked on resolution)."""
 
 _ID_RE = re.compile(MODEL_ID_PATTERN)
 _NAME_RE = re.compile(NAME_PATTERN)
@@ -80,6 +83,28 @@ def parse_reference(ref: str, field: str = "model") -> tuple[str, str | None, in
     return name, alias, version
 
 
+def record_signature(record: dict[str, Any]) -> dict[str, Any]:
+    """The input features a model expects: their count and names (None when unnamed)."""
+    return {"n_features": record.get("n_features"), "feature_names": record.get("feature_names")}
+
+
+def schema_conflict(
+    held_type: str | None,
+    held_signature: dict[str, Any] | None,
+    model_type: str,
+    signature: dict[str, Any],
+) -> str | None:
+    """What differs between a name's fixed type and features and a new model's; None if nothing."""
+    if held_type is not None and held_type != model_type:
+        return f"{held_type} models, not {model_type}"
+    if held_signature is not None and held_signature != signature:
+        names_held = held_signature.get("feature_names")
+        if held_signature.get("n_features") != signature.get("n_features"):
+            return f"models of {held_signature.get('n_features')} features, not {signature.get('n_features')}"
+        return f"models of the features {names_held}, not {signature.get('feature_names')}"
+    return None
+
+
 class ModelRegistry:
     """Model records, names, versions and aliases in one database."""
 
@@ -127,13 +152,35 @@ class ModelRegistry:
         limit: int = 50,
         offset: int = 0,
         model_type: str | None = None,
+        alias: str | None = None,
+        tag: str | None = None,
     ) -> tuple[list[dict[str, Any]], int]:
-        """A page of records, newest first, optionally of one name or type; and the total."""
-        where = []
+        """A page of records, newest first, filtered by name, type, alias and tag; and the total.
+
+        ``alias`` keeps the versions an alias of that name points at; ``tag`` is ``key`` (any
+        value) or ``key=value``.
+        """
+        where: list[Any] = []
         if name is not None:
             where.append(models.c.name == name)
         if model_type is not None:
             where.append(models.c.model_type == model_type)
+        if alias is not None:
+            where.append(
+                select(aliases.c.alias)
+                .where(aliases.c.name == models.c.name, aliases.c.version == models.c.version)
+                .where(aliases.c.alias == alias)
+                .correlate(models)
+                .exists()
+            )
+        if tag is not None:
+            key, sep, value = tag.partition("=")
+            tagged = select(model_tags.c.model_id).where(
+                model_tags.c.model_id == models.c.model_id, model_tags.c.key == key
+            )
+            if sep:
+                tagged = tagged.where(model_tags.c.value == value)
+            where.append(tagged.correlate(models).exists())
         with self.db.read() as conn:
             total = conn.execute(select(func.count()).select_from(models).where(*where)).scalar()
             rows = conn.execute(
@@ -206,6 +253,34 @@ class ModelRegistry:
             conn.execute(insert(names).values(name=name, next_version=1, created_at=now_iso()))
 
     @staticmethod
+    def _claim_schema(
+        conn: Connection, name: str, record: dict[str, Any], replace_schema: bool
+    ) -> None:
+        """Hold ``name`` to this record's type and features, or refuse a different one (409)."""
+        signature = record_signature(record)
+        row = conn.execute(
+            select(names.c.model_type, names.c.signature).where(names.c.name == name)
+        ).first()
+        held = json.loads(row.signature) if row is not None and row.signature else None
+        problem = schema_conflict(
+            row.model_type if row else None, held, record["model_type"], signature
+        )
+        if problem and not replace_schema:
+            raise NameSchemaConflict(
+                f"model name {name!r} holds {problem}", [detail("name", problem)]
+            )
+        conn.execute(
+            update(names)
+            .where(names.c.name == name)
+            .values(model_type=record["model_type"], signature=json.dumps(signature))
+        )
+
+    @staticmethod
+    def _insert_tags(conn: Connection, model_id: str, tags: dict[str, str]) -> None:
+        for key, value in tags.items():
+            conn.execute(insert(model_tags).values(model_id=model_id, key=key, value=str(value)))
+
+    @staticmethod
     def _insert_model(conn: Connection, full: dict[str, Any], artifact_bytes: int) -> None:
         conn.execute(
             insert(models).values(
@@ -219,13 +294,21 @@ class ModelRegistry:
             )
         )
 
-    def add(self, model_id: str, record: dict[str, Any], artifact_bytes: int) -> dict[str, Any]:
+    def add(
+        self,
+        model_id: str,
+        record: dict[str, Any],
+        artifact_bytes: int,
+        *,
+        replace_schema: bool = False,
+    ) -> dict[str, Any]:
         """Insert the row of a stored artifact, with the next version of its name; its record."""
         name = check_name(record["name"])
         for attempt in range(5):
             try:
                 with self.db.write() as conn:
                     self._ensure_name(conn, name)
+                    self._claim_schema(conn, name, record, replace_schema)
                     version = conn.execute(
                         update(names)
                         .where(names.c.name == name)
@@ -236,6 +319,7 @@ class ModelRegistry:
                     full = {**record, "model_id": model_id, "version": version}
                     full.pop("aliases", None)
                     self._insert_model(conn, full, artifact_bytes)
+                    self._insert_tags(conn, model_id, full.get("tags") or {})
                 return {**full, "aliases": []}
             except IntegrityError:
                 # two first trainings of a new name raced to create it: the loser retries
@@ -284,6 +368,50 @@ class ModelRegistry:
         if not gone:
             raise NotFound(f"no model with id {model_id!r}")
         return record
+
+    def aliases_of(self, name: str) -> dict[str, int]:
+        """Every alias of ``name`` and its version (404 for an unknown name)."""
+        check_name(name)
+        with self.db.read() as conn:
+            if conn.execute(select(names.c.name).where(names.c.name == name)).first() is None:
+                raise NotFound(f"no model named {name!r}")
+            rows = conn.execute(
+                select(aliases.c.alias, aliases.c.version)
+                .where(aliases.c.name == name)
+                .order_by(aliases.c.alias)
+            )
+            return {r.alias: int(r.version) for r in rows}
+
+    def delete_alias(self, name: str, alias: str) -> None:
+        """Remove ``name@alias`` (404 when it does not exist); the version itself stays."""
+        check_name(name)
+        check_alias(alias)
+        with self.db.write() as conn:
+            gone = conn.execute(
+                delete(aliases).where(and_(aliases.c.name == name, aliases.c.alias == alias))
+            ).rowcount
+        if not gone:
+            raise NotFound(f"model {name!r} has no alias {alias!r}")
+
+    def name_schema(self, name: str) -> tuple[str | None, dict[str, Any] | None]:
+        """The model type and input signature ``name`` is held to (None, None when new)."""
+        with self.db.read() as conn:
+            row = conn.execute(
+                select(names.c.model_type, names.c.signature).where(names.c.name == name)
+            ).first()
+        if row is None:
+            return None, None
+        return row.model_type, (json.loads(row.signature) if row.signature else None)
+
+    def check_schema(self, name: str, model_type: str, signature: dict[str, Any]) -> None:
+        """409 when ``name`` holds another model type or feature set (see ``schema_conflict``)."""
+        problem = schema_conflict(*self.name_schema(name), model_type, signature)
+        if problem:
+            raise NameSchemaConflict(
+                f"model name {name!r} holds {problem}; train under another name, or send "
+                '"replace_schema": true to let this name change',
+                [detail("name", problem)],
+            )
 
     def set_alias(self, name: str, alias: str, version: int) -> dict[str, Any]:
         """Point ``name@alias`` at ``version`` (which must exist); that version's record."""

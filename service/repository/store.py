@@ -99,8 +99,14 @@ class ModelStore:
     def _digest(self, data: bytes) -> str:
         return self.signer.digest(data)
 
-    def save(self, estimator: Any, record: dict[str, Any]) -> dict[str, Any]:
-        """Store a fitted estimator and its record; assign id and version; return the record."""
+    def save(
+        self, estimator: Any, record: dict[str, Any], *, replace_schema: bool = False
+    ) -> dict[str, Any]:
+        """Store a fitted estimator and its record; assign id and version; return the record.
+
+        A name keeps the model type and feature set of its first model unless ``replace_schema``
+        (409 ``NAME_SCHEMA_CONFLICT`` otherwise).
+        """
         buffer = io.BytesIO()
         joblib.dump(estimator, buffer)
         data = buffer.getvalue()
@@ -113,7 +119,7 @@ class ModelStore:
         }
         self.artifacts.put(model_id, data)
         try:
-            saved = self.registry.add(model_id, full, len(data))
+            saved = self.registry.add(model_id, full, len(data), replace_schema=replace_schema)
         except BaseException:
             self.artifacts.delete(model_id)
             raise

@@ -31,6 +31,8 @@ names = Table(
     Column("name", String(64), primary_key=True),
     Column("next_version", Integer, nullable=False),
     Column("created_at", String(32), nullable=False),
+    Column("model_type", String(32), nullable=True, doc="Fixed by the name's first model."),
+    Column("signature", Text, nullable=True, doc="JSON feature set fixed by the first model."),
 )
 
 models = Table(
@@ -55,6 +57,17 @@ aliases = Table(
     Column("alias", String(32), primary_key=True),
     Column("version", Integer, nullable=False),
     Column("updated_at", String(32), nullable=False),
+)
+
+model_tags = Table(
+    "model_tags",
+    metadata,
+    Column(
+        "model_id", String(34), ForeignKey("models.model_id", ondelete="CASCADE"), primary_key=True
+    ),
+    Column("key", String(64), primary_key=True),
+    Column("value", String(256), nullable=False),
+    Index("ix_model_tags_key_value", "key", "value"),
 )
 
 jobs = Table(

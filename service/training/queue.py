@@ -481,11 +481,15 @@ class JobQueue:
         if outcome.status == "succeeded" and outcome.result is not None:
             try:
                 record = self.store.save(
-                    outcome.result.estimator, build_record(task, outcome.result)
+                    outcome.result.estimator,
+                    build_record(task, outcome.result),
+                    replace_schema=bool(task.meta.get("replace_schema")),
                 )
+            except ApiError as exc:  # e.g. the name took another type meanwhile
+                error: ApiError = exc
             except Exception:
                 logger.exception("storing the model of job %s failed", job_id)
-                error: ApiError = TrainingFailed("the model was fitted but could not be stored")
+                error = TrainingFailed("the model was fitted but could not be stored")
             else:
                 with self.db.write() as conn:
                     conn.execute(

@@ -136,6 +136,10 @@ def prepare_task(request: Any, settings: Settings, registry: Registry) -> TrainT
         "feature_names": feature_names,
         "random_state": seed,
         "evaluation": evaluation,
+        "tags": dict(request.tags or {}),
+        "description": request.description,
+        "replace_schema": bool(request.replace_schema),
+        "target": getattr(request, "target", None),
     }
     return task
 
@@ -156,6 +160,20 @@ def library_versions() -> dict[str, str | None]:
     }
 
 
+def signature(task: TrainTask, estimator: Any) -> dict[str, Any]:
+    """The model's input and output schema, as MLflow's signatures give it."""
+    names = task.meta.get("feature_names") or [f"x{j}" for j in range(task.X.shape[1])]
+    classes = estimator.classes_.tolist()
+    return {
+        "inputs": [{"name": str(n), "type": "double"} for n in names],
+        "outputs": {
+            "classes": classes,
+            "label_type": "string" if classes and isinstance(classes[0], str) else "long",
+        },
+        "target": task.meta.get("target"),
+    }
+
+
 def build_record(task: TrainTask, result: FitResult) -> dict[str, Any]:
     """The model record (without id, version and digest, which the store adds)."""
     estimator = result.estimator
@@ -170,6 +188,9 @@ def build_record(task: TrainTask, result: FitResult) -> dict[str, Any]:
             "classes": estimator.classes_.tolist(),
             "n_features": int(estimator.n_features_in_),
             "feature_names": task.meta["feature_names"],
+            "tags": task.meta.get("tags") or {},
+            "description": task.meta.get("description"),
+            "signature": signature(task, estimator),
             "training": result.training,
             "metrics": metrics,
             "created_at": datetime.now(UTC).isoformat(timespec="milliseconds"),

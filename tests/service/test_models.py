@@ -13,7 +13,7 @@ def three(client, iris) -> list[dict]:
     X, y = iris
     return [
         client.post("/train", json=train_body(X, y, t, name=n)).json()
-        for t, n in (("lda", "a"), ("qda", "a"), ("lda", "b"))
+        for t, n in (("lda", "a"), ("lda", "a"), ("qda", "b"))
     ]
 
 

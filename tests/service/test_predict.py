@@ -47,7 +47,8 @@ def test_decision_has_one_column_per_class(client, iris, iris_model):
 
 def test_every_reference_form_resolves(client, iris, iris_model):
     X, y = iris
-    second = client.post("/train", json=train_body(X, y, "qda", name="iris")).json()
+    names = ["sl", "sw", "pl", "pw"]
+    second = client.post("/train", json=train_body(X, y, name="iris", feature_names=names)).json()
     client.put("/models/by-name/iris/aliases/stable", json={"version": 1})
     expected = {
         iris_model["model_id"]: iris_model["model_id"],

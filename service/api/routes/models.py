@@ -8,16 +8,24 @@ from fastapi import APIRouter, Path, Query, Request, Response
 
 from service.api.deps import StoreDep
 from service.api.openapi import error_responses
-from service.api.schemas.models import AliasUpdate, ModelList, ModelRecord, Posterior
+from service.api.schemas.models import AliasList, AliasUpdate, ModelList, ModelRecord, Posterior
 from service.inference import predict as prediction
 from service.inference.plots import render_png
-from service.repository.registry import ALIAS_PATTERN, MODEL_ID_PATTERN, NAME_PATTERN
+from service.repository.registry import ALIAS_PATTERN, NAME_PATTERN, REFERENCE_PATTERN
 
 router = APIRouter(prefix="/models", tags=["models"])
 
-ModelId = Annotated[str, Path(pattern=MODEL_ID_PATTERN, max_length=34, description="Model id.")]
+ModelRef = Annotated[
+    str,
+    Path(
+        pattern=REFERENCE_PATTERN,
+        max_length=140,
+        description="A model id, or a name (its latest version), `name:version` or `name@alias`.",
+    ),
+]
 Name = Annotated[str, Path(pattern=NAME_PATTERN, max_length=64, description="Model name.")]
 Alias = Annotated[str, Path(pattern=ALIAS_PATTERN, max_length=32, description="Alias.")]
+TAG_FILTER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}(=.{0,256})?$"
 Level = Annotated[float, Query(gt=0.0, lt=1.0, description="Credible level.")]
 Scale = Annotated[
     Literal["original", "standardised"], Query(description="Units of X or standardised.")
@@ -43,27 +51,78 @@ def list_models(
     model_type: Annotated[
         str | None, Query(max_length=32, pattern=r"^[a-z_]+$", description="Only this type.")
     ] = None,
+    alias: Annotated[
+        str | None,
+        Query(pattern=ALIAS_PATTERN, max_length=32, description="Only versions this alias names."),
+    ] = None,
+    tag: Annotated[
+        str | None,
+        Query(
+            pattern=TAG_FILTER_PATTERN,
+            max_length=321,
+            description="`key` (any value) or `key=value`.",
+        ),
+    ] = None,
 ) -> Any:
-    """Model records, newest first; page by limit/offset or page/page_size; filter by name, type."""
+    """Model records, newest first; page by limit/offset or page/page_size; filter by name,
+    model type, alias and tag."""
     if page is not None or page_size is not None:
         limit = page_size or limit
         offset = ((page or 1) - 1) * limit
-    items, total = store.list_records(name=name, limit=limit, offset=offset, model_type=model_type)
+    items, total = store.list_records(
+        name=name, limit=limit, offset=offset, model_type=model_type, alias=alias, tag=tag
+    )
     return {"items": items, "total": total, "limit": limit, "offset": offset}
 
 
-@router.get("/{model_id}", response_model=ModelRecord, responses=error_responses(404, 422, 503))
-def get_model(model_id: ModelId, store: StoreDep, request: Request) -> Any:
-    """The record of one model."""
+def resolved(ref: str, store: Any, request: Request) -> str:
+    """The model id ``ref`` names (404/422), noted for the request log."""
+    model_id = store.resolve(ref, field="model")
     request.state.model_id = model_id
-    return store.get_record(model_id)
+    return model_id
 
 
-@router.delete("/{model_id}", status_code=204, responses=error_responses(404, 422, 503))
-def delete_model(model_id: ModelId, store: StoreDep, request: Request) -> Response:
-    """Delete a model: its files, its cache entry and the aliases pointing at it."""
-    request.state.model_id = model_id
-    store.delete(model_id)
+@router.get("/{name}/versions", response_model=ModelList, responses=error_responses(404, 422, 503))
+def list_versions(
+    name: Name,
+    store: StoreDep,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
+) -> Any:
+    """Every version of one name, newest first (404 for an unknown name)."""
+    items, total = store.list_records(name=name, limit=limit, offset=offset)
+    if total == 0:
+        store.registry.aliases_of(name)  # 404 unless the name exists (all versions deleted)
+    return {"items": items, "total": total, "limit": limit, "offset": offset}
+
+
+@router.get("/{ref}", response_model=ModelRecord, responses=error_responses(404, 422, 503))
+def get_model(ref: ModelRef, store: StoreDep, request: Request) -> Any:
+    """The record of one model (by id, name, name:version or name@alias), with its signature."""
+    return store.get_record(resolved(ref, store, request))
+
+
+@router.delete("/{ref}", status_code=204, responses=error_responses(404, 422, 503))
+def delete_model(ref: ModelRef, store: StoreDep, request: Request) -> Response:
+    """Delete one model (by id or reference): its artifact, cache entry and aliases to it."""
+    store.delete(resolved(ref, store, request))
+    return Response(status_code=204)
+
+
+@router.get(
+    "/by-name/{name}/aliases", response_model=AliasList, responses=error_responses(404, 422, 503)
+)
+def list_aliases(name: Name, store: StoreDep) -> Any:
+    """Every alias of a name and the version it points at."""
+    return {"name": name, "aliases": store.registry.aliases_of(name)}
+
+
+@router.delete(
+    "/by-name/{name}/aliases/{alias}", status_code=204, responses=error_responses(404, 422, 503)
+)
+def delete_alias(name: Name, alias: Alias, store: StoreDep) -> Response:
+    """Remove an alias; the version it pointed at stays."""
+    store.registry.delete_alias(name, alias)
     return Response(status_code=204)
 
 
@@ -78,29 +137,28 @@ def set_alias(name: Name, alias: Alias, body: AliasUpdate, store: StoreDep) -> A
 
 
 @router.get(
-    "/{model_id}/posterior",
+    "/{ref}/posterior",
     response_model=Posterior,
     responses=error_responses(404, 409, 422, 503),
 )
 def get_posterior(
-    model_id: ModelId,
+    ref: ModelRef,
     store: StoreDep,
     request: Request,
     level: Level = 0.95,
     scale: Scale = "original",
 ) -> Any:
     """Coefficient intervals and diagnostics of a Bayesian model (409 for other models)."""
-    request.state.model_id = model_id
-    return prediction.posterior(store, model_id, level, scale)
+    return prediction.posterior(store, resolved(ref, store, request), level, scale)
 
 
 @router.get(
-    "/{model_id}/posterior/plot",
+    "/{ref}/posterior/plot",
     response_class=Response,
     responses={**PNG_RESPONSE, **error_responses(404, 409, 422, 503)},
 )
 def get_posterior_plot(
-    model_id: ModelId,
+    ref: ModelRef,
     store: StoreDep,
     request: Request,
     coef: Annotated[
@@ -125,6 +183,6 @@ def get_posterior_plot(
     ] = None,
 ) -> Response:
     """Trace and density PNG of one coefficient's MCMC draws (409 for models without draws)."""
-    request.state.model_id = model_id
+    model_id = resolved(ref, store, request)
     trace = prediction.coefficient_trace(store, model_id, coef, level, scale, class_label)
     return Response(content=render_png(trace), media_type="image/png")

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Header, Request
 from fastapi.responses import JSONResponse
 
 from service.api.csv_bodies import CsvRoute, csv_openapi
-from service.api.deps import JobsDep, RegistryDep, SettingsDep
+from service.api.deps import JobsDep, RegistryDep, SettingsDep, StoreDep
 from service.api.openapi import error_responses
 from service.api.schemas.jobs import JobView
 from service.api.schemas.models import ModelRecord
@@ -54,10 +54,18 @@ def train(
     settings: SettingsDep,
     registry: RegistryDep,
     jobs: JobsDep,
+    store: StoreDep,
     prefer: Annotated[str | None, Header(description="`respond-async` = background")] = None,
 ) -> Any:
     """Train one model on posted rows (JSON or CSV); its record, or a job when in background."""
-    job = jobs.submit(prepare_task(body, settings, registry))
+    task = prepare_task(body, settings, registry)
+    if not body.replace_schema:  # the same check runs again when the model is stored
+        store.registry.check_schema(
+            task.meta["name"],
+            task.model_type,
+            {"n_features": int(task.X.shape[1]), "feature_names": task.meta["feature_names"]},
+        )
+    job = jobs.submit(task)
     if wants_async(body, prefer):
         return JSONResponse(
             JobView(**job).model_dump(),

@@ -50,6 +50,28 @@ class ModelMetrics(BaseModel):
     heldout: HeldoutMetrics | None = None
 
 
+class SignatureInput(BaseModel):
+    """One input column."""
+
+    name: str
+    type: str = Field(description="Column type; 'double' for every feature.")
+
+
+class SignatureOutputs(BaseModel):
+    """What the model answers."""
+
+    classes: list[Label]
+    label_type: str = Field(description="'string' or 'long'.")
+
+
+class Signature(BaseModel):
+    """The model's input and output schema."""
+
+    inputs: list[SignatureInput]
+    outputs: SignatureOutputs
+    target: str | None = Field(None, description="The label column of a CSV training body.")
+
+
 class ModelRecord(BaseModel):
     """Everything known about one stored model."""
 
@@ -74,6 +96,11 @@ class ModelRecord(BaseModel):
     has_probabilities: bool
     has_posterior: bool
     library_versions: dict[str, str | None]
+    tags: dict[str, str] = Field(default_factory=dict, description="Free-form key/value tags.")
+    description: str | None = None
+    signature: Signature | None = Field(
+        None, description="Input features (names, types) and output classes, as MLflow's."
+    )
 
 
 class ModelList(BaseModel):
@@ -85,16 +112,26 @@ class ModelList(BaseModel):
     offset: int
 
 
+class AliasList(BaseModel):
+    """Every alias of a name and the version it points at."""
+
+    name: str
+    aliases: dict[str, int]
+
+
 class AliasUpdate(BaseModel):
     """Which version an alias should point at."""
 
     model_config = ConfigDict(extra="forbid")
 
-    version: int = Field(ge=1, le=10**9)
+    version: int = Field(ge=1, le=999_999_999)
 
 
 class CoefficientSummary(BaseModel):
-    """Posterior summary of one coefficient (and the intercept); EM/ECME give the mode as mean.
+    """Posterior summary of one coefficient (and the intercept).
+
+    Sampled models (mcmc_svm, spike_slab_svm) give ``mean``, ``sd``, the interval and diagnostics;
+    EM and ECME give the posterior ``mode`` only (no draws, so no sd or interval).
 
     With more than two classes each row also carries ``class`` (one-vs-rest).
     """
@@ -102,7 +139,8 @@ class CoefficientSummary(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     name: str
-    mean: float | None = None
+    mean: float | None = Field(None, description="Posterior mean (sampled models).")
+    mode: float | None = Field(None, description="Posterior mode (em_svm, ecme_svm).")
     sd: float | None = None
     lower: float | None = None
     upper: float | None = None

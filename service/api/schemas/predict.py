@@ -6,7 +6,23 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Output = Literal["label", "decision", "probability", "interval"]
+Output = Literal[
+    "predictions",
+    "decision_function",
+    "probabilities",
+    "intervals",
+    "label",
+    "decision",
+    "probability",
+    "interval",
+]
+DEPRECATED_OUTPUTS = {
+    "label": "predictions",
+    "decision": "decision_function",
+    "probability": "probabilities",
+    "interval": "intervals",
+}
+"""Former names of the outputs, kept working: each asks for the response key it maps to."""
 Label = int | str
 Matrix = list[list[float]]
 
@@ -24,10 +40,13 @@ class PredictRequest(BaseModel):
     )
     X: Matrix = Field(description="Rows of features, in the order of the model's features.")
     outputs: list[Output] = Field(
-        default_factory=lambda: ["label"],
+        default_factory=lambda: ["predictions"],
         min_length=1,
-        max_length=4,
-        description="`probability` needs a model with probabilities, `interval` a Bayesian one.",
+        max_length=8,
+        description="The response keys to fill: `predictions`, `decision_function`, "
+        "`probabilities` (a model with probabilities), `intervals` (a model with posterior "
+        "draws). Deprecated, still accepted: `label`, `decision`, `probability`, `interval`.",
+        json_schema_extra={"x-deprecated-values": sorted(DEPRECATED_OUTPUTS)},
     )
     level: float = Field(0.95, gt=0.0, lt=1.0, description="Credible level of `interval`.")
     feature_names: list[str] | None = Field(

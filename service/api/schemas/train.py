@@ -10,6 +10,7 @@ from service.repository.model_types import Registry, build_registry
 from service.repository.registry import NAME_PATTERN
 
 Matrix = list[list[float]]
+TAG_KEY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 
 
 class Evaluation(BaseModel):
@@ -38,6 +39,15 @@ class TrainRequestBase(BaseModel):
     )
     evaluation: Evaluation | None = None
     background: bool = Field(False, description="Answer 202 with a job instead of waiting.")
+    tags: dict[
+        Annotated[str, Field(pattern=TAG_KEY_PATTERN)], Annotated[str, Field(max_length=256)]
+    ] = Field(default_factory=dict, max_length=20, description="Free-form key/value tags.")
+    description: str | None = Field(None, max_length=2000, description="What the model is for.")
+    replace_schema: bool = Field(
+        False,
+        description="A name keeps the model type and feature set of its first model; true lets "
+        "this training change them (409 NAME_SCHEMA_CONFLICT otherwise).",
+    )
 
 
 def _camel(model_type: str) -> str:
