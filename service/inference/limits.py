@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from service.errors import Unavailable
+from service.repository.model_types import final_estimator
 
 FLOAT = 8
 TRIM_ABOVE_BYTES = 16 * 2**20
@@ -32,7 +33,7 @@ _TRIM = getattr(_LIBC, "malloc_trim", None)
 
 def row_bytes(estimator: Any, n_features: int) -> int:
     """Working bytes per scored row: copies of the row, kernel entries, per-class terms."""
-    support = getattr(estimator, "support_vectors_", None)
+    support = getattr(final_estimator(estimator), "support_vectors_", None)
     n_support = 0 if support is None else int(np.shape(support)[0])
     n_classes = len(getattr(estimator, "classes_", ())) or 2
     return FLOAT * (4 * n_features + 2 * n_support + n_classes * (n_features + 4))

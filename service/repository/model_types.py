@@ -137,6 +137,10 @@ class ModelSpec:
     fixed: dict[str, Any] = field(default_factory=dict)
     posterior: Literal["none", "mode", "draws"] = "none"
     """What the model knows of its coefficients' posterior: nothing, its mode, or draws."""
+    preprocess: Literal["standard", "none"] = "none"
+    """Default preprocessing: standard for the SVMs, whose margin and RBF width depend on each
+    feature's scale; none for LDA/QDA (affine-invariant) and the Bayesian SVMs (which standardise
+    inside and report coefficients on both scales)."""
 
     def make_estimator(self, params: dict[str, Any]) -> Any:
         """A fresh estimator with ``params`` (plus this type's fixed ones, e.g. ``method``)."""
@@ -152,8 +156,8 @@ Registry = dict[str, ModelSpec]
 def build_registry() -> Registry:
     """Every model type of api.md, in its order."""
     specs = (
-        ModelSpec("linear_svm", LinearSVM, LinearSVMParams),
-        ModelSpec("kernel_svm", KernelSVM, KernelSVMParams),
+        ModelSpec("linear_svm", LinearSVM, LinearSVMParams, preprocess="standard"),
+        ModelSpec("kernel_svm", KernelSVM, KernelSVMParams, preprocess="standard"),
         ModelSpec("em_svm", BayesianSVM, EMParams, {"method": "em"}, "mode"),
         ModelSpec("ecme_svm", BayesianSVM, ECMEParams, {"method": "ecme"}, "mode"),
         ModelSpec("mcmc_svm", BayesianSVM, MCMCParams, {"method": "mcmc"}, "draws"),
@@ -169,3 +173,9 @@ def build_registry() -> Registry:
 def model_types_with(*posterior: str) -> str:
     """The built-in model types whose posterior is one of ``posterior``, as ``a, b, c``."""
     return ", ".join(t for t, spec in build_registry().items() if spec.posterior in posterior)
+
+
+def final_estimator(model: Any) -> Any:
+    """The estimator at the end of a preprocessing pipeline (the model itself otherwise)."""
+    steps = getattr(model, "steps", None)
+    return steps[-1][1] if steps else model

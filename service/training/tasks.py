@@ -61,6 +61,23 @@ def _check_params(params: dict[str, Any], y: np.ndarray, settings: Settings) -> 
             raise InvalidInput("invalid priors", [detail("params.priors", str(exc))]) from None
 
 
+def _preprocess(spec: ModelSpec, asked: str | None) -> str:
+    """The preprocessing of this training: the request's, else the model type's default."""
+    chosen = asked or spec.preprocess
+    if chosen == "standard" and spec.posterior != "none":
+        raise InvalidInput(
+            "preprocessing does not apply",
+            [
+                detail(
+                    "preprocess",
+                    f"{spec.model_type} standardises its features itself and reports "
+                    "coefficients on both scales; use none",
+                )
+            ],
+        )
+    return chosen
+
+
 MEMORY_FIELD = {"mcmc": "params.n_draws", "spike_slab": "params.n_draws"}
 """The parameter to lower when a model type's artifact is too large (else the data: X)."""
 
@@ -107,6 +124,7 @@ def prepare_task(request: Any, settings: Settings, registry: Registry) -> TrainT
     params = request.params.model_dump()
     _check_params(params, y, settings)
     _check_memory(spec, params, X.shape, int(np.unique(y).size), settings)
+    preprocess = _preprocess(spec, getattr(request, "preprocess", None))
     seed = params.get("random_state")
     if "random_state" in params and seed is None:
         seed = params["random_state"] = secrets.randbelow(2**31)
@@ -140,6 +158,7 @@ def prepare_task(request: Any, settings: Settings, registry: Registry) -> TrainT
         "description": request.description,
         "replace_schema": bool(request.replace_schema),
         "target": getattr(request, "target", None),
+        "preprocess": preprocess,
     }
     return task
 
@@ -189,6 +208,7 @@ def build_record(task: TrainTask, result: FitResult) -> dict[str, Any]:
             "n_features": int(estimator.n_features_in_),
             "feature_names": task.meta["feature_names"],
             "tags": task.meta.get("tags") or {},
+            "preprocess": task.meta.get("preprocess", "none"),
             "description": task.meta.get("description"),
             "signature": signature(task, estimator),
             "training": result.training,

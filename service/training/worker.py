@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
 
 from service.repository.model_types import ModelSpec
 from service.training.evaluation import classification_metrics
@@ -147,6 +149,16 @@ def _attach_progress(estimator: Any, report: Callable[[float], None]) -> Callabl
     return lambda est: est.set_progress_callback(None)
 
 
+def with_preprocessing(estimator: Any, preprocess: str) -> Any:
+    """``estimator``, behind a StandardScaler in one pipeline when ``preprocess`` is standard.
+
+    The scaler is part of the stored model, so predict takes raw rows.
+    """
+    if preprocess != "standard":
+        return estimator
+    return Pipeline([("scale", StandardScaler()), ("model", estimator)])
+
+
 def resolved_params(spec: ModelSpec, estimator: Any) -> dict[str, Any]:
     """The estimator's values of the parameters this model type exposes (its params model + fixed)."""
     exposed = set(spec.params_model.model_fields) | set(spec.fixed)
@@ -168,25 +180,27 @@ def fit_and_evaluate(
         estimator.set_params(n_jobs=n_jobs)
     report(0.15)
     detach = (lambda est: None) if parallel else _attach_progress(estimator, report)
+    core = estimator
+    model = with_preprocessing(core, task.meta.get("preprocess", "none"))
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        estimator.fit(task.X, task.y)
+        model.fit(task.X, task.y)
     seconds = time.perf_counter() - start
-    detach(estimator)
-    metrics = {"train": classification_metrics(estimator, task.X, task.y), "heldout": None}
+    detach(core)
+    metrics = {"train": classification_metrics(model, task.X, task.y), "heldout": None}
     if task.X_test is not None and task.y_test is not None:
-        metrics["heldout"] = classification_metrics(estimator, task.X_test, task.y_test)
+        metrics["heldout"] = classification_metrics(model, task.X_test, task.y_test)
     report(0.9)
     messages = sorted({f"{w.category.__name__}: {w.message}"[:300] for w in caught})
     return FitResult(
-        estimator=estimator,
-        params=resolved_params(task.spec, estimator),
+        estimator=model,
+        params=resolved_params(task.spec, core),
         training={
             "n_samples": int(task.X.shape[0]),
             "seconds": round(seconds, 6),
-            "n_iter": _scalar_or_list(getattr(estimator, "n_iter_", None)),
-            "converged": _converged(estimator),
+            "n_iter": _scalar_or_list(getattr(core, "n_iter_", None)),
+            "converged": _converged(core),
             "warnings": messages,
         },
         metrics=metrics,

@@ -102,7 +102,7 @@ def test_multiclass_needs_a_class(client, iris):
 
 
 def test_openapi_declares_png_and_every_status(client):
-    operation = client.get("/openapi.json").json()["paths"]["/models/{model_id}/posterior/plot"]
+    operation = client.get("/openapi.json").json()["paths"]["/models/{ref}/posterior/plot"]
     responses = operation["get"]["responses"]
     assert list(responses["200"]["content"]) == ["image/png"]
     assert {"404", "409", "422", "503"} <= set(responses)

@@ -97,6 +97,7 @@ class ModelRecord(BaseModel):
     has_posterior: bool
     library_versions: dict[str, str | None]
     tags: dict[str, str] = Field(default_factory=dict, description="Free-form key/value tags.")
+    preprocess: str = Field("none", description="standard: a scaler in front of the model.")
     description: str | None = None
     signature: Signature | None = Field(
         None, description="Input features (names, types) and output classes, as MLflow's."

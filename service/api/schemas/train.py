@@ -43,6 +43,13 @@ class TrainRequestBase(BaseModel):
         Annotated[str, Field(pattern=TAG_KEY_PATTERN)], Annotated[str, Field(max_length=256)]
     ] = Field(default_factory=dict, max_length=20, description="Free-form key/value tags.")
     description: str | None = Field(None, max_length=2000, description="What the model is for.")
+    preprocess: Literal["standard", "none"] | None = Field(
+        None,
+        description="standard: a StandardScaler (training means and SDs) in front of the model, "
+        "stored with it, so predict takes raw rows. Default per model type: standard for "
+        "linear_svm and kernel_svm (their margin and RBF width depend on the features' scales), "
+        "none for lda/qda (affine-invariant) and the Bayesian SVMs (they standardise inside).",
+    )
     replace_schema: bool = Field(
         False,
         description="A name keeps the model type and feature set of its first model; true lets "
