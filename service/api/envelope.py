@@ -36,6 +36,19 @@ MODEL_TYPE_TAGS = frozenset(build_registry())
 #: Location parts that name a pydantic union member or validator, not a field.
 _TYPE_TAG = re.compile(r"^(?:[a-z-]+\[.*\]|int|float|str|bool|none|list|dict)$")
 _LOCATION_ROOTS = frozenset({"body", "query", "path", "header", "cookie"})
+#: Bound errors re-worded so a bound such as 1e-100 is not spelled out in 100 digits.
+_BOUND_WORDS = {
+    "greater_than": "greater than",
+    "greater_than_equal": "greater than or equal to",
+    "less_than": "less than",
+    "less_than_equal": "less than or equal to",
+}
+_BOUND_KEYS = {
+    "greater_than": "gt",
+    "greater_than_equal": "ge",
+    "less_than": "lt",
+    "less_than_equal": "le",
+}
 
 
 def request_id_of(request: Request) -> str:
@@ -83,6 +96,9 @@ def _problem(error: Mapping[str, Any]) -> str:
         )
     if kind == "union_tag_not_found":
         return f"missing {ctx.get('discriminator', 'tag')}"
+    bound = ctx.get(_BOUND_KEYS.get(kind, ""))
+    if isinstance(bound, float) and bound != 0 and not 1e-6 <= abs(bound) < 1e16:
+        return f"Input should be {_BOUND_WORDS[kind]} {bound!r}"
     message = str(error.get("msg", "invalid value"))
     value = error.get("input")
     if isinstance(value, str | int | float) and not isinstance(value, bool):
@@ -130,15 +146,17 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     status = HTTPStatus(exc.status_code)
     rid = request_id_of(request)
+    details: list[ErrorDetail] = []
     if exc.status_code == 404:
         message = f"no route {request.method} {request.url.path}"
     elif exc.status_code == 405:
         message = f"method {request.method} not allowed on {request.url.path}"
     elif exc.status_code == 400:
         message = "request body could not be parsed"
+        details = [detail("body", "the body could not be parsed (bad JSON, or nested too deep)")]
     else:
         message = status.phrase
-    return error_response(exc.status_code, status.name, message, rid, headers=exc.headers)
+    return error_response(exc.status_code, status.name, message, rid, details, headers=exc.headers)
 
 
 def internal_error(request_id: str) -> JSONResponse:
