@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -116,3 +118,79 @@ def test_predict_with_a_non_ascii_or_word_version_is_422(client, iris, version):
     problem = only_detail(response)
     assert problem["field"] == "model"
     assert "1 to 999999999" in problem["problem"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allow"),
+    [
+        ("OPTIONS", "/models/abc", "GET, DELETE"),
+        ("PATCH", "/models/abc", "GET, DELETE"),
+        ("OPTIONS", "/jobs/abc", "GET, DELETE"),
+        ("PATCH", "/jobs/abc", "GET, DELETE"),
+        ("DELETE", "/models", "GET"),
+        ("GET", "/train", "POST"),
+        ("GET", "/models/by-name/a/aliases/b", "PUT"),
+    ],
+)
+def test_405_allow_lists_every_method_of_the_path(client, method, path, allow):
+    response = client.request(method, path)
+    assert response.status_code == 405
+    assert envelope(response)["code"] == "METHOD_NOT_ALLOWED"
+    assert response.headers["allow"] == allow
+
+
+def test_405_allow_equals_the_documented_allow(client):
+    doc = client.get("/openapi.json").json()
+    for template, item in doc["paths"].items():
+        path = template.replace("{", "").replace("}", "")  # any value matches a path parameter
+        documented = {
+            op["responses"]["405"]["headers"]["Allow"]["schema"]["const"] for op in item.values()
+        }
+        assert len(documented) == 1, template
+        response = client.request("TRACE", path)
+        assert response.status_code == 405, template
+        assert response.headers["allow"] == documented.pop(), template
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "problem"),
+    [
+        ({"X": [], "y": []}, "X", "must hold at least one row"),
+        ({"X": [[]], "y": [1]}, "X[0]", "rows must hold at least one value"),
+        ({"X": [[1.0]], "y": []}, "y", "must not be empty"),
+    ],
+)
+def test_empty_train_bodies_are_refused_by_the_schema(client, body, field, problem):
+    response = client.post("/train", json={"model_type": "lda", **body})
+    details = envelope(response)["details"]
+    assert response.status_code == 422
+    assert {"field": field, "problem": problem} in details
+
+
+def test_empty_predict_rows_are_refused_by_the_schema(client):
+    response = client.post("/predict", json={"model": "m", "X": []})
+    assert only_detail(response) == {"field": "X", "problem": "must hold at least one row"}
+
+
+def test_document_states_the_minimum_rows(client):
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    predict = schemas["PredictRequest"]["properties"]
+    assert predict["X"]["minItems"] == 1 and predict["X"]["items"]["minItems"] == 1
+    train = schemas["LdaTrainRequest"]["properties"]
+    assert train["X"]["minItems"] == 1 and train["y"]["minItems"] == 1
+
+
+def test_alias_version_bound_is_the_registry_bound(client, iris):
+    from service.api.schemas.models import MAX_VERSION
+    from service.repository.registry import VERSION_PATTERN
+
+    assert re.fullmatch(VERSION_PATTERN, str(MAX_VERSION))
+    assert not re.fullmatch(VERSION_PATTERN, str(MAX_VERSION + 1))
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    assert schemas["AliasUpdate"]["properties"]["version"]["maximum"] == MAX_VERSION
+    X, y = iris
+    assert client.post("/train", json=train_body(X, y, name="m")).status_code == 201
+    over = client.put("/models/by-name/m/aliases/stable", json={"version": MAX_VERSION + 1})
+    assert only_detail(over)["field"] == "version"
+    at = client.put("/models/by-name/m/aliases/stable", json={"version": MAX_VERSION})
+    assert at.status_code == 404  # a well-formed version that does not exist

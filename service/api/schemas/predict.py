@@ -6,9 +6,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from service.api.schemas.common import Matrix
+
 Output = Literal["label", "decision", "probability", "interval"]
 Label = int | str
-Matrix = list[list[float]]
 
 
 class PredictRequest(BaseModel):
