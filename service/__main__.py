@@ -9,6 +9,8 @@ import uvicorn
 from service.settings import Settings
 
 APP_FACTORY = "service.api.app:create_app"
+#: uvicorn's h11 protocol with its own 400 sent as the error envelope (service.api.http_protocol).
+HTTP_PROTOCOL = "service.api.http_protocol:EnvelopeH11Protocol"
 
 
 def uvicorn_options(settings: Settings) -> dict[str, Any]:
@@ -21,6 +23,7 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
         "log_level": settings.log_level.lower(),
         "access_log": False,  # service.access writes one structured line per request instead
         "proxy_headers": False,
+        "http": HTTP_PROTOCOL,
     }
 
 

@@ -10,6 +10,8 @@ import numpy as np
 from service.errors import InvalidInput, detail
 from service.settings import Settings
 
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
 
 def as_matrix(rows: Sequence[Sequence[float]], settings: Settings, field: str = "X") -> np.ndarray:
     """A finite float64 matrix of at most ``max_rows`` × ``max_features`` (422 otherwise)."""
@@ -54,6 +56,11 @@ def as_labels(y: Sequence[Any], n_rows: int, settings: Settings, field: str = "y
     if len(kinds) > 1:
         raise InvalidInput(
             "labels of mixed types", [detail(field, "labels must be all strings or all integers")]
+        )
+    if kinds == {int} and not all(INT64_MIN <= v <= INT64_MAX for v in y):
+        raise InvalidInput(
+            "integer labels out of range",
+            [detail(field, "integer labels must fit in 64 bits; send them as strings")],
         )
     labels = np.asarray(y, dtype=object if kinds == {str} else np.int64)
     if kinds == {str}:

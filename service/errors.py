@@ -6,6 +6,7 @@ Hierarchy::
      ├── BadRequest              400 BAD_REQUEST (unparseable body)
      ├── Unauthorized            401 UNAUTHORIZED
      ├── NotFound                404 NOT_FOUND
+     ├── RequestTimeout          408 REQUEST_TIMEOUT (the body stopped arriving)
      ├── Conflict                409 CONFLICT (the model cannot do that)
      │    ├── TrainingCancelled  409 TRAINING_CANCELLED
      │    ├── NameSchemaConflict 409 NAME_SCHEMA_CONFLICT (a name keeps one type and feature set)
@@ -73,6 +74,10 @@ class Unauthorized(ApiError):
 
 class NotFound(ApiError):
     status_code, code = 404, "NOT_FOUND"
+
+
+class RequestTimeout(ApiError):
+    status_code, code = 408, "REQUEST_TIMEOUT"
 
 
 class Conflict(ApiError):

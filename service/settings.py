@@ -113,6 +113,12 @@ class Settings(BaseSettings):
         True,
         description="Serve /docs and /openapi.json without an API key (they hold no data).",
     )
+    body_timeout_s: float = Field(
+        30.0,
+        gt=0,
+        description="A request body that sends nothing for this long is cut with 408 "
+        "(a body shorter than its Content-Length, a stalled upload).",
+    )
 
     @property
     def models_path(self) -> Path:

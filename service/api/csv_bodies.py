@@ -58,6 +58,27 @@ def read_table(raw: bytes) -> tuple[list[str], list[list[str]]]:
     return header, table[1:]
 
 
+def _shown(name: str, limit: int = 40) -> str:
+    """A column name for a message, quoted and cut to ``limit`` characters."""
+    return repr(name if len(name) <= limit else name[:limit] + "...")
+
+
+def check_distinct(header: list[str]) -> None:
+    """422 naming the first column whose header appears more than once."""
+    seen: set[str] = set()
+    for name in header:
+        if name in seen:
+            raise InvalidInput(
+                "duplicate CSV columns",
+                [
+                    detail(
+                        "feature_names", f"column {_shown(name)} appears {header.count(name)} times"
+                    )
+                ],
+            )
+        seen.add(name)
+
+
 def parse_numbers(rows: list[list[str]], columns: list[int], names: list[str]) -> list[list[float]]:
     """The chosen columns as floats (422 naming the cell when one is not a number)."""
     out = []
@@ -90,6 +111,12 @@ def train_payload(raw: bytes, query: QueryParams) -> dict[str, Any]:
     header, rows = read_table(raw)
     if target not in header:
         raise InvalidInput("target column not found", [detail("target", "not a CSV column")])
+    if header.count(target) > 1:
+        raise InvalidInput(
+            "duplicate CSV columns",
+            [detail("target", f"column {_shown(target)} appears {header.count(target)} times")],
+        )
+    check_distinct(header)
     t = header.index(target)
     features = [j for j in range(len(header)) if j != t]
     names = [header[j] for j in features]
@@ -107,7 +134,7 @@ def train_payload(raw: bytes, query: QueryParams) -> dict[str, Any]:
     if query.get("params"):
         try:
             payload["params"] = json.loads(query["params"])
-        except ValueError:
+        except (ValueError, RecursionError):
             raise InvalidInput(
                 "params is not JSON", [detail("params", "must be a JSON object")]
             ) from None
@@ -122,6 +149,7 @@ def predict_payload(raw: bytes, query: QueryParams) -> dict[str, Any]:
     """The ``POST /predict`` JSON body equivalent to a CSV body and its query."""
     model = _require(query, "model")
     header, rows = read_table(raw)
+    check_distinct(header)
     payload: dict[str, Any] = {
         "model": model,
         "X": parse_numbers(rows, list(range(len(header))), header),

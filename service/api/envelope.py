@@ -25,6 +25,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from service.errors import ApiError, BadRequest, ErrorBody, ErrorDetail, InvalidInput, detail
 from service.repository.model_types import build_registry
@@ -35,7 +36,21 @@ REQUEST_ID_HEADER = "X-Request-ID"
 MODEL_TYPE_TAGS = frozenset(build_registry())
 #: Location parts that name a pydantic union member or validator, not a field.
 _TYPE_TAG = re.compile(r"^(?:[a-z-]+\[.*\]|int|float|str|bool|none|list|dict)$")
+HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 _LOCATION_ROOTS = frozenset({"body", "query", "path", "header", "cookie"})
+#: Bound errors re-worded so a bound such as 1e-100 is not spelled out in 100 digits.
+_BOUND_WORDS = {
+    "greater_than": "greater than",
+    "greater_than_equal": "greater than or equal to",
+    "less_than": "less than",
+    "less_than_equal": "less than or equal to",
+}
+_BOUND_KEYS = {
+    "greater_than": "gt",
+    "greater_than_equal": "ge",
+    "less_than": "lt",
+    "less_than_equal": "le",
+}
 
 
 def request_id_of(request: Request) -> str:
@@ -83,6 +98,9 @@ def _problem(error: Mapping[str, Any]) -> str:
         )
     if kind == "union_tag_not_found":
         return f"missing {ctx.get('discriminator', 'tag')}"
+    bound = ctx.get(_BOUND_KEYS.get(kind, ""))
+    if isinstance(bound, float) and bound != 0 and not 1e-6 <= abs(bound) < 1e16:
+        return f"Input should be {_BOUND_WORDS[kind]} {bound!r}"
     message = str(error.get("msg", "invalid value"))
     value = error.get("input")
     if isinstance(value, str | int | float) and not isinstance(value, bool):
@@ -90,11 +108,22 @@ def _problem(error: Mapping[str, Any]) -> str:
     return message
 
 
+def _empty_problem(field: str) -> str:
+    """An empty list, in the words the data checks use for an empty ``X`` or row."""
+    if field == "X":
+        return "must hold at least one row"
+    if re.fullmatch(r"X\[\d+\]", field):
+        return "rows must hold at least one value"
+    return "must not be empty"
+
+
 def validation_details(errors: Sequence[Mapping[str, Any]]) -> list[ErrorDetail]:
     """pydantic errors as ``ErrorDetail``s, one per distinct (field, problem)."""
     seen: dict[tuple[str, str], ErrorDetail] = {}
     for error in errors:
         field, problem = field_path(error.get("loc", ())), _problem(error)
+        if error.get("type") == "too_short" and (error.get("ctx") or {}).get("min_length") == 1:
+            problem = _empty_problem(field)
         seen.setdefault((field, problem), ErrorDetail(field=field, problem=problem))
     return list(seen.values())
 
@@ -125,20 +154,38 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     return api_error_response(error, request_id_of(request))
 
 
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route answers on this request's path (for ``Allow``).
+
+    Asks each route whether it fully matches the request under each method, which works through
+    included routers without reading their internals.
+    """
+    allowed = []
+    for method in HTTP_METHODS:
+        scope = {**request.scope, "method": method}
+        if any(route.matches(scope)[0] == Match.FULL for route in request.app.routes):
+            allowed.append(method)
+    return allowed
+
+
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     """Starlette/FastAPI ``HTTPException`` (unknown route, wrong method, bad body) → envelope."""
     assert isinstance(exc, StarletteHTTPException)
     status = HTTPStatus(exc.status_code)
     rid = request_id_of(request)
+    details: list[ErrorDetail] = []
+    headers = dict(exc.headers or {})
     if exc.status_code == 404:
         message = f"no route {request.method} {request.url.path}"
     elif exc.status_code == 405:
         message = f"method {request.method} not allowed on {request.url.path}"
+        headers = {**headers, "Allow": ", ".join(allowed_methods(request))}
     elif exc.status_code == 400:
         message = "request body could not be parsed"
+        details = [detail("body", "the body could not be parsed (bad JSON, or nested too deep)")]
     else:
         message = status.phrase
-    return error_response(exc.status_code, status.name, message, rid, headers=exc.headers)
+    return error_response(exc.status_code, status.name, message, rid, details, headers=headers)
 
 
 def internal_error(request_id: str) -> JSONResponse:

@@ -2,12 +2,14 @@
 
 For every HTTP request, in order: give it a request id (echoed as ``X-Request-ID`` on every
 response); check the API key (401, before any body is read); cap the body (413, from
-``Content-Length`` and again by counting the bytes as they stream in); run the app, turning any
+``Content-Length`` and again by counting the bytes as they stream in; 408 when the body stops
+arriving for ``body_timeout_s``); run the app, turning any
 unexpected exception into the 500 envelope; then write one JSON log line and the request metrics.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
@@ -20,7 +22,7 @@ from starlette.datastructures import Headers, MutableHeaders
 from service.api.auth import API_KEY_HEADER, check_api_key
 from service.api.envelope import REQUEST_ID_HEADER, api_error_response, internal_error
 from service.api.metrics import Metrics
-from service.errors import ApiError, PayloadTooLarge, detail
+from service.errors import ApiError, PayloadTooLarge, RequestTimeout, detail
 from service.settings import Settings
 
 Scope = MutableMapping[str, Any]
@@ -60,12 +62,28 @@ def too_large(limit: int) -> PayloadTooLarge:
     )
 
 
-async def read_capped_body(receive: Receive, limit: int) -> bytes:
-    """Read the whole body, counting bytes as they arrive; ``PayloadTooLarge`` past ``limit``."""
+def body_timed_out(timeout_s: float) -> RequestTimeout:
+    """The 408 error for a body that sent nothing for ``timeout_s`` seconds."""
+    return RequestTimeout(
+        f"the request body stopped arriving for {timeout_s:g} s (BSVM_BODY_TIMEOUT_S)",
+        [detail("body", "shorter than its Content-Length, or sent too slowly")],
+        headers={"Connection": "close"},
+    )
+
+
+async def read_capped_body(receive: Receive, limit: int, timeout_s: float) -> bytes:
+    """Read the whole body, counting bytes as they arrive; ``PayloadTooLarge`` past ``limit``.
+
+    Each wait for the next chunk is cut after ``timeout_s`` (``RequestTimeout``), so a body shorter
+    than its ``Content-Length`` or a stalled upload cannot hold the request open for ever.
+    """
     chunks: list[bytes] = []
     size = 0
     while True:
-        message = await receive()
+        try:
+            message = await asyncio.wait_for(receive(), timeout_s)
+        except TimeoutError:
+            raise body_timed_out(timeout_s) from None
         if message["type"] == "http.disconnect":
             break
         chunk = message.get("body", b"")
@@ -136,7 +154,7 @@ class RequestContextMiddleware:
         try:
             check_api_key(self.settings, scope["path"], headers.get(API_KEY_HEADER))
             self._check_declared_length(headers)
-            body = await read_capped_body(receive, self.max_body)
+            body = await read_capped_body(receive, self.max_body, self.settings.body_timeout_s)
             await self.app(scope, replay(body, receive), send_with_id)
         except ApiError as exc:
             await api_error_response(exc, request_id)(scope, receive, send_with_id)

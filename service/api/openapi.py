@@ -3,8 +3,9 @@
 The committed file is written by ``service.api.document`` (``scripts/gen_openapi.py``).
 
 Routes declare their own error statuses with ``responses=error_responses(404, 409, 422)``; the
-statuses every route can give (401 when keys are set, 400 for an unparseable body, 413 from the
-body cap, 500) are added to every operation here, and FastAPI's own 422 schema is replaced by the one envelope.
+statuses every route can give (401 when keys are set, 400 for an unparseable body, 405 with
+``Allow`` for another method of the path, 408 for a body that stops arriving, 413 from the body
+cap, 500) are added to every operation here, and FastAPI's own 422 schema is replaced by the one envelope.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
+from service.api.envelope import HTTP_METHODS
 from service.errors import ErrorBody
 
 ENVELOPE_REF = "#/components/schemas/ErrorBody"
@@ -25,6 +27,8 @@ ERROR_DESCRIPTIONS = {
     400: "The body could not be parsed.",
     401: "Missing or invalid X-API-Key.",
     404: "Unknown model, job or route.",
+    405: "Another method of this path; Allow lists them.",
+    408: "The body stopped arriving for BSVM_BODY_TIMEOUT_S seconds.",
     409: "The model cannot do that.",
     413: "The body is larger than BSVM_MAX_BODY_MB.",
     422: "Invalid fields or data.",
@@ -59,11 +63,21 @@ def _envelope_response(status: int) -> dict[str, Any]:
     return {**_described(status), "content": content}
 
 
+def _method_not_allowed(path_item: dict[str, Any]) -> dict[str, Any]:
+    """The 405 of a path: the envelope, and ``Allow`` listing every method of the path."""
+    methods = [m for m in HTTP_METHODS if m.lower() in path_item]
+    allow = {
+        "description": "Every method this path answers.",
+        "schema": {"type": "string", "const": ", ".join(methods)},
+    }
+    return {**_envelope_response(405), "headers": {"Allow": allow}}
+
+
 def _with_app_wide_statuses(doc: dict[str, Any]) -> dict[str, Any]:
     """Add 413/500 (and 401, 400 where they apply) everywhere; the envelope for FastAPI's 422."""
     components = doc.setdefault("components", {}).setdefault("schemas", {})
     for path_item in doc.get("paths", {}).values():
-        for operation in path_item.values():
+        for operation in list(path_item.values()):
             responses = operation.setdefault("responses", {})
             if "422" in responses and _FASTAPI_422 in json.dumps(responses["422"]):
                 responses["422"] = _envelope_response(422)
@@ -72,8 +86,11 @@ def _with_app_wide_statuses(doc: dict[str, Any]) -> dict[str, Any]:
                 statuses.append(401)
             if "requestBody" in operation:
                 statuses.append(400)  # a body that cannot be parsed
+            if "requestBody" in operation:
+                statuses.append(408)  # the body stopped arriving
             for status in statuses:
                 responses.setdefault(str(status), _envelope_response(status))
+            responses.setdefault("405", _method_not_allowed(path_item))
             operation["responses"] = dict(sorted(responses.items()))
     for name in ("HTTPValidationError", "ValidationError"):
         if name not in json.dumps(doc.get("paths", {})):

@@ -84,8 +84,10 @@ class KernelSVMParams(Params):
 
 
 class _BayesBase(Params):
-    alpha: float = Field(1.0, gt=0.0, le=2.0, description="Penalty exponent (1 lasso, 2 ridge).")
-    nu: float = Field(1.0, gt=0.0, le=1e6, description="Prior scale; larger means less shrinkage.")
+    alpha: float = Field(1.0, ge=0.1, le=2.0, description="Penalty exponent (1 lasso, 2 ridge).")
+    nu: float = Field(
+        1.0, ge=1e-100, le=1e6, description="Prior scale; larger means less shrinkage."
+    )
     fit_intercept: bool = True
     random_state: Seed = None
 

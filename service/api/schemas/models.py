@@ -7,6 +7,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 Label = int | str
+#: The largest version the registry accepts (its VERSION_PATTERN: 1 to 9 digits).
+MAX_VERSION = 999_999_999
 
 
 class TrainingInfo(BaseModel):
@@ -125,7 +127,7 @@ class AliasUpdate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    version: int = Field(ge=1, le=999_999_999)
+    version: int = Field(ge=1, le=MAX_VERSION)
 
 
 class CoefficientSummary(BaseModel):

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from service.api.schemas.common import Matrix
+
 Output = Literal[
     "predictions",
     "decision_function",
@@ -24,7 +26,6 @@ DEPRECATED_OUTPUTS = {
 }
 """Former names of the outputs, kept working: each asks for the response key it maps to."""
 Label = int | str
-Matrix = list[list[float]]
 
 
 class PredictRequest(BaseModel):

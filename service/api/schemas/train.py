@@ -6,10 +6,10 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, create_model
 
+from service.api.schemas.common import Matrix
 from service.repository.model_types import Registry, build_registry
 from service.repository.registry import NAME_PATTERN
 
-Matrix = list[list[float]]
 TAG_KEY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 
 
@@ -31,7 +31,7 @@ class TrainRequestBase(BaseModel):
 
     X: Matrix = Field(description="Training rows, one list of numbers per sample.")
     y: list[StrictInt | Annotated[StrictStr, Field(max_length=200)]] = Field(
-        description="One label per row: all integers or all strings."
+        min_length=1, description="One label per row: all integers or all strings."
     )
     feature_names: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = None
     name: str | None = Field(
