@@ -189,26 +189,42 @@ def order_statistics(
     return out
 
 
-def cornish_fisher(z: float, skew: np.ndarray) -> np.ndarray:
-    """Standardised quantile z + (z² − 1)γ/6 − (2z³ − 5z)γ²/36 (Cornish & Fisher 1937, skewness terms)."""
-    return z + (z * z - 1.0) * skew / 6.0 - (2.0 * z**3 - 5.0 * z) * skew**2 / 36.0
+def cornish_fisher(z: float, skew: np.ndarray, kurt: np.ndarray) -> np.ndarray:
+    """z + (z² − 1)γ₁/6 + (z³ − 3z)γ₂/24 − (2z³ − 5z)γ₁²/36 (Cornish & Fisher 1937, to order n⁻¹)."""
+    return (
+        z
+        + (z * z - 1.0) * skew / 6.0
+        + (z**3 - 3.0 * z) * kurt / 24.0
+        - (2.0 * z**3 - 5.0 * z) * skew**2 / 36.0
+    )
+
+
+def draw_moments(Wt: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Mean w̄ and central moment tensors M₂, M₃ (k², k) and M₄ (k², k²) of the draws' columns."""
+    k, G = Wt.shape
+    centre = Wt.mean(axis=1)
+    D = Wt - centre[:, None]
+    DD = (D[:, None, :] * D[None, :, :]).reshape(k * k, G)
+    return centre, D @ D.T / G, DD @ D.T / G, DD @ DD.T / G
 
 
 def tail_guide(
-    F: np.ndarray, mu: np.ndarray, sd: np.ndarray, tails: tuple[int, int]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Predicted standardised positions of each row's needed lower and upper order statistics.
+    Xt: np.ndarray, moments: tuple[np.ndarray, ...], tails: tuple[int, int], G: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Mean, SD and predicted standardised positions of each row's needed lower and upper statistics.
 
-    The normal quantiles of need/G, corrected by Cornish-Fisher for the skewness of the row's
-    values (estimated on every ``G // SUBSAMPLE``-th draw; mean and SD are exact: x̃'w̄ and
-    (x̃'Σ_w x̃)^½). NaN where the SD is 0.
+    The exact mean x̃'w̄, SD (x̃'M₂x̃)^½, skewness and excess kurtosis of the row's values over the
+    draws (from the moment tensors), and Cornish-Fisher quantiles at need/G. NaN where the SD is 0.
     """
-    G = F.shape[1]
+    centre, M2, M3, M4 = moments
+    XX = (Xt[:, :, None] * Xt[:, None, :]).reshape(Xt.shape[0], -1)
+    mu = Xt @ centre
+    var = np.maximum(np.einsum("ij,jk,ik->i", Xt, M2, Xt), 0.0)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        S = (F[:, :: max(1, G // SUBSAMPLE)] - mu[:, None]) / sd[:, None]
-        skew = np.mean(S * S * S, axis=1)
+        skew = np.einsum("ij,ij->i", XX @ M3, Xt) / var**1.5
+        kurt = np.einsum("ij,ij->i", XX @ M4, XX) / var**2 - 3.0
         z_lo, z_hi = special.ndtri(tails[0] / G), -special.ndtri(tails[1] / G)
-        return cornish_fisher(z_lo, skew), cornish_fisher(z_hi, skew)
+        return mu, np.sqrt(var), cornish_fisher(z_lo, skew, kurt), cornish_fisher(z_hi, skew, kurt)
 
 
 def _learn_margins(
@@ -257,8 +273,7 @@ def projection_quantiles(
 
     tails = _tails(ranks, G)
     n_low = 0 if tails is None else sum(r < tails[0] for r in ranks)
-    centre = Wt.mean(axis=1)
-    spread = np.cov(Wt, bias=True).reshape(Wt.shape[0], Wt.shape[0])
+    moments = draw_moments(Wt)
 
     def run(rows: range) -> None:
         width = min(step, len(rows))
@@ -273,9 +288,8 @@ def projection_quantiles(
             if tails is None:
                 stats = order_statistics(F, ranks, mask[:m])
             else:
-                mu = Xt[:m] @ centre
-                sd = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", Xt[:m], spread, Xt[:m]), 0.0))
-                guide = tail_guide(F, mu, sd, tails)
+                mu, sd, g_lo, g_hi = tail_guide(Xt[:m], moments, tails, G)
+                guide = (g_lo, g_hi)
                 guess = None
                 if margins is not None:
                     guess = (

@@ -116,3 +116,22 @@ def test_guided_thresholds_on_real_draws_are_exact_across_blocks() -> None:
     W, b = _dyadic(rng.standard_t(3, size=(3, 4000)) * 8), _dyadic(rng.normal(size=4000) * 8)
     got = projection_quantiles(X, W, b, (0.025, 0.975), max_bytes=4000 * 10 * 16)
     np.testing.assert_array_equal(got, _reference(X, W, b, (0.025, 0.975)))
+
+
+def test_tail_guide_moments_are_those_of_the_row_values() -> None:
+    """Mean, SD, skewness and kurtosis from the draws' moment tensors equal those of x̃'w̃_g."""
+    rng = np.random.default_rng(5)
+    Wt = rng.exponential(size=(4, 3000)) ** 2
+    Xt = np.column_stack([np.ones(6), rng.normal(size=(6, 3))])
+    F = Xt @ Wt
+    mu, sd, g_lo, g_hi = draw_quantiles.tail_guide(
+        Xt, draw_quantiles.draw_moments(Wt), (75, 75), 3000
+    )
+    np.testing.assert_allclose(mu, F.mean(axis=1), rtol=1e-12)
+    np.testing.assert_allclose(sd, F.std(axis=1), rtol=1e-10)
+    S = (F - F.mean(axis=1, keepdims=True)) / F.std(axis=1, keepdims=True)
+    skew, kurt = (S**3).mean(axis=1), (S**4).mean(axis=1) - 3
+    expected = draw_quantiles.cornish_fisher(-1.959963984540054, skew, kurt)
+    np.testing.assert_allclose(g_lo, expected, rtol=1e-9)
+    expected_hi = draw_quantiles.cornish_fisher(1.959963984540054, skew, kurt)
+    np.testing.assert_allclose(g_hi, expected_hi, rtol=1e-9)
