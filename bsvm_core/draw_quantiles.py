@@ -108,18 +108,22 @@ def select_beyond(
     a value strictly between the thresholds, so the k-th smallest (largest) of a packed row is
     the row's own whenever at least the needed number of candidates lie at or below t_lo (at or
     above t_hi); the selected values themselves show whether they do (else the row is missed).
+    ``mask`` is a (2, *F.shape) boolean scratch array.
     """
     n_rows, G = F.shape
     need_lo, need_hi = _tails(ranks, G)  # type: ignore[misc]
     n_low = sum(r < need_lo for r in ranks)
-    np.less_equal(F, t_lo[:, None], out=mask)
-    mask |= np.greater_equal(F, t_hi[:, None])
-    flat = np.flatnonzero(mask)
-    per_row = np.diff(np.searchsorted(flat, np.arange(n_rows + 1) * G))
+    np.less_equal(F, t_lo[:, None], out=mask[0])
+    np.greater_equal(F, t_hi[:, None], out=mask[1])
+    np.logical_or(mask[0], mask[1], out=mask[0])
+    flat = np.flatnonzero(mask[0])
+    starts = np.searchsorted(flat, np.arange(n_rows + 1) * G)
+    per_row = np.diff(starts)
     width = max(int(per_row.max(initial=0)), need_lo + need_hi)
     packed = np.empty((n_rows, width))
     packed[:] = np.nextafter(t_lo, np.inf)[:, None]  # < t_hi wherever a row has a gap
-    packed[np.arange(width) < per_row[:, None]] = F.ravel()[flat]
+    dest = np.repeat(np.arange(n_rows) * width - starts[:-1], per_row) + np.arange(flat.size)
+    packed.ravel()[dest] = F.ravel()[flat]
     out = _partition(packed, [r if r < need_lo else width - G + r for r in ranks])
     missed = np.zeros(n_rows, dtype=bool)
     if n_low:
@@ -161,7 +165,7 @@ def order_statistics(
 ) -> np.ndarray:
     """Order statistics ``ranks`` (0-based, ascending) of each row of F: (n_rows, len(ranks)).
 
-    F may be reordered; ``mask`` is an optional boolean scratch array of F's shape. Ranks in the
+    F may be reordered; ``mask`` is an optional (2, *F.shape) boolean scratch array. Ranks in the
     outer quarters are selected beyond per-row thresholds (``select_beyond``): the given ones
     first, then, for the rows they miss, thresholds from a sub-sample; anything else (other
     ranks, rows still missed) through np.partition of whole rows.
@@ -171,7 +175,7 @@ def order_statistics(
     if tails is None:
         return _partition(F, ranks)
     if mask is None:
-        mask = np.empty(F.shape, dtype=bool)
+        mask = np.empty((2, *F.shape), dtype=bool)
     out = np.empty((n_rows, len(ranks)))
     todo = np.arange(n_rows)
     if thresholds is not None:
@@ -183,7 +187,7 @@ def order_statistics(
         if guess is None:
             out[todo] = _partition(rest, ranks)
             return out
-        out[todo], missed = select_beyond(rest, ranks, *guess, mask[: todo.size])
+        out[todo], missed = select_beyond(rest, ranks, *guess, mask[:, : todo.size])
         if missed.any():
             out[todo[missed]] = _partition(rest[missed], ranks)
     return out
@@ -278,7 +282,7 @@ def projection_quantiles(
     def run(rows: range) -> None:
         width = min(step, len(rows))
         values = np.empty((width, G))
-        mask = np.empty((width, G), dtype=bool)
+        mask = np.empty((2, width, G), dtype=bool)
         Xt = np.ones((width, Wt.shape[0]))
         margins: tuple[float, float] | None = None  # in SDs, learnt block by block
         for start in range(rows.start, rows.stop, step):
@@ -286,7 +290,7 @@ def projection_quantiles(
             Xt[:m, 1:] = X[start : start + m]
             F = np.matmul(Xt[:m], Wt, out=values[:m])
             if tails is None:
-                stats = order_statistics(F, ranks, mask[:m])
+                stats = order_statistics(F, ranks, mask[:, :m])
             else:
                 mu, sd, g_lo, g_hi = tail_guide(Xt[:m], moments, tails, G)
                 guide = (g_lo, g_hi)
@@ -296,7 +300,7 @@ def projection_quantiles(
                         mu + (guide[0] + margins[0]) * sd,
                         mu + (guide[1] - margins[1]) * sd,
                     )
-                stats = order_statistics(F, ranks, mask[:m], guess)
+                stats = order_statistics(F, ranks, mask[:, :m], guess)
                 margins = _learn_margins(stats, n_low, mu, sd, guide)
             for i, (below, above, gamma) in enumerate(positions):
                 result[i, start : start + m] = lerp(
