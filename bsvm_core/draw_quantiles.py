@@ -14,6 +14,7 @@ a small sort of the candidates gives the exact order statistics. Rows whose thre
 from __future__ import annotations
 
 import math
+import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -34,8 +35,16 @@ SUBSAMPLE = 512
 MARGIN_SD = 3.0
 """Standard deviations of the sub-sample count by which a threshold overshoots the tail."""
 
+MAX_DEFAULT_THREADS = 4
+"""Threads ``default_threads`` uses at most: the heavy steps are numpy calls that release the GIL."""
+
 Z_MARGIN = 0.05
 """Slack, in SDs of a row's values, added to the guide's worst error on the previous block."""
+
+
+def default_threads() -> int:
+    """Threads for an interval when the caller names none: the machine's cores, 1 to 4."""
+    return max(1, min(os.cpu_count() or 1, MAX_DEFAULT_THREADS))
 
 
 def linear_positions(n: int, q: float) -> tuple[int, int, float]:

@@ -135,3 +135,25 @@ def test_tail_guide_moments_are_those_of_the_row_values() -> None:
     np.testing.assert_allclose(g_lo, expected, rtol=1e-9)
     expected_hi = draw_quantiles.cornish_fisher(1.959963984540054, skew, kurt)
     np.testing.assert_allclose(g_hi, expected_hi, rtol=1e-9)
+
+
+def test_predict_interval_without_n_jobs_uses_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """n_jobs=None: one thread per core (at most 4); an explicit n_jobs is kept."""
+    X, y = load_iris(return_X_y=True)
+    est = BayesianSVM(method="mcmc", n_draws=40, burn_in=10, n_chains=2, random_state=0)
+    with pytest.warns(Warning):
+        est.fit(X, (y == 2).astype(int))
+    seen: list[int] = []
+    original = draw_quantiles.projection_quantiles
+
+    def spy(*args: object) -> np.ndarray:
+        seen.append(int(args[-1]))  # type: ignore[call-overload]
+        return original(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(draw_quantiles.os, "cpu_count", lambda: 16)
+    monkeypatch.setattr("bsvm_core.bayesian_summary.projection_quantiles", spy)
+    default = est.predict_interval(X)
+    est.n_jobs = 1
+    for got, expected in zip(est.predict_interval(X), default, strict=True):
+        np.testing.assert_array_equal(got, expected)
+    assert seen == [4, 1]
