@@ -38,6 +38,9 @@ MARGIN_SD = 3.0
 MAX_DEFAULT_THREADS = 4
 """Threads ``default_threads`` uses at most: the heavy steps are numpy calls that release the GIL."""
 
+GUIDE_ROWS = 4096
+"""Rows whose guide (moments and Cornish-Fisher positions) is computed at once."""
+
 Z_MARGIN = 0.05
 """Slack, in SDs of a row's values, added to the guide's worst error on the previous block."""
 
@@ -292,29 +295,29 @@ def projection_quantiles(
         width = min(step, len(rows))
         values = np.empty((width, G))
         mask = np.empty((2, width, G), dtype=bool)
-        Xt = np.ones((width, Wt.shape[0]))
         margins: tuple[float, float] | None = None  # in SDs, learnt block by block
-        for start in range(rows.start, rows.stop, step):
-            m = min(start + step, rows.stop) - start
-            Xt[:m, 1:] = X[start : start + m]
-            F = np.matmul(Xt[:m], Wt, out=values[:m])
-            if tails is None:
-                stats = order_statistics(F, ranks, mask[:, :m])
-            else:
-                mu, sd, g_lo, g_hi = tail_guide(Xt[:m], moments, tails, G)
-                guide = (g_lo, g_hi)
-                guess = None
-                if margins is not None:
-                    guess = (
-                        mu + (guide[0] + margins[0]) * sd,
-                        mu + (guide[1] - margins[1]) * sd,
+        chunk = max(1, GUIDE_ROWS // step) * step
+        for first in range(rows.start, rows.stop, chunk):
+            stop = min(first + chunk, rows.stop)
+            Xt = np.column_stack([np.ones(stop - first), X[first:stop]])
+            guides = None if tails is None else tail_guide(Xt, moments, tails, G)
+            for start in range(first, first + Xt.shape[0], step):
+                rel = slice(start - first, min(start - first + step, Xt.shape[0]))
+                m = rel.stop - rel.start
+                F = np.matmul(Xt[rel], Wt, out=values[:m])
+                if guides is None:
+                    stats = order_statistics(F, ranks, mask[:, :m])
+                else:
+                    mu, sd, g_lo, g_hi = (g[rel] for g in guides)
+                    guess = None
+                    if margins is not None:
+                        guess = (mu + (g_lo + margins[0]) * sd, mu + (g_hi - margins[1]) * sd)
+                    stats = order_statistics(F, ranks, mask[:, :m], guess)
+                    margins = _learn_margins(stats, n_low, mu, sd, (g_lo, g_hi))
+                for i, (below, above, gamma) in enumerate(positions):
+                    result[i, start : start + m] = lerp(
+                        stats[:, where[below]], stats[:, where[above]], gamma
                     )
-                stats = order_statistics(F, ranks, mask[:, :m], guess)
-                margins = _learn_margins(stats, n_low, mu, sd, guide)
-            for i, (below, above, gamma) in enumerate(positions):
-                result[i, start : start + m] = lerp(
-                    stats[:, where[below]], stats[:, where[above]], gamma
-                )
 
     parts = [range(n * t // n_threads, n * (t + 1) // n_threads) for t in range(n_threads)]
     if n_threads == 1:
