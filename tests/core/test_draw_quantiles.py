@@ -157,3 +157,27 @@ def test_predict_interval_without_n_jobs_uses_the_cores(monkeypatch: pytest.Monk
     for got, expected in zip(est.predict_interval(X), default, strict=True):
         np.testing.assert_array_equal(got, expected)
     assert seen == [4, 1]
+
+
+@pytest.mark.parametrize("ulps", [-2, -1, 0, 1, 2])
+@pytest.mark.parametrize("spare", [-1, 0, 3])
+def test_select_beyond_with_thresholds_on_and_next_to_values(ulps: int, spare: int) -> None:
+    """Thresholds at (or a few ulps from) the row's own values: exact where enough candidates lie
+    beyond them, reported missed otherwise; ties at the thresholds included."""
+    rng = np.random.default_rng([ulps + 2, spare + 1])
+    G, ranks = 2000, [49, 50, 1949, 1950]
+    values = np.round(rng.normal(size=(40, G)) * 64) / 64  # many ties
+    values[:5] = 1.0  # point masses
+    ordered = np.sort(values, axis=1)
+    t_lo, t_hi = ordered[:, 50 + spare].copy(), ordered[:, 1949 - spare].copy()
+    for _ in range(abs(ulps)):
+        t_lo = np.nextafter(t_lo, np.sign(ulps) * np.inf)
+        t_hi = np.nextafter(t_hi, -np.sign(ulps) * np.inf)
+    mask = np.empty((2, *values.shape), dtype=bool)
+    out, missed = draw_quantiles.select_beyond(values.copy(), ranks, t_lo, t_hi, mask)
+    lo_col, hi_col = t_lo[:, None], t_hi[:, None]
+    n_low = np.count_nonzero(values <= lo_col, axis=1)
+    n_high = np.count_nonzero(values >= hi_col, axis=1)
+    np.testing.assert_array_equal(out[~missed], ordered[~missed][:, ranks])
+    assert not np.any(missed & (n_low >= 51) & (n_high >= 51))  # enough beyond: never missed
+    assert np.all(missed[5:] == ((n_low < 51) | (n_high < 51))[5:])
