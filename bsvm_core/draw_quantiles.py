@@ -3,12 +3,16 @@
 For rows x̃ (n, k) and draws W (k, G), the quantiles over g of F = x̃ W are those of
 ``np.quantile(F, q, axis=1)`` with numpy's default "linear" rule (Hyndman & Fan 1996, type 7:
 virtual index (G − 1) q, linear interpolation between the two neighbouring order statistics). The
-full (n, G) matrix is never built: rows go through in blocks within a memory budget, and each block
-finds its order statistics by selection instead of a sort. A sub-sample of every row gives a
-threshold that holds (with a margin of a few standard deviations) more than the needed number of
-smallest (largest) values; one comparison pass and one compaction keep only those candidates, and
-a small sort of the candidates gives the exact order statistics. Rows whose threshold falls short
-(rare) and wide intervals (tails beyond a quarter of the draws) fall back to ``np.partition``.
+full (n, G) matrix is never built: rows go through in cache-sized blocks within a memory budget,
+and each block finds its order statistics by selection instead of a sort. Per-row thresholds that
+hold a few more than the needed number of smallest (largest) values come from a guide: the exact
+mean, SD, skewness and kurtosis of each row's values (from the draws' moment tensors) and their
+Cornish-Fisher quantiles, widened by the guide's worst error on the previous block. One comparison
+pass and one compaction keep only the candidates beyond the thresholds, and a small selection
+among them gives the exact order statistics; the selected values themselves show whether the
+thresholds held. Rows they miss go through thresholds from a sub-sample of the row, and wide
+intervals (tails beyond a quarter of the draws) or rows still missed through ``np.partition``.
+Threads share the rows: every heavy step is a numpy call that releases the GIL.
 """
 
 from __future__ import annotations
