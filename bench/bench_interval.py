@@ -6,12 +6,14 @@ side by side with two references that compute the same numbers: the naive full-m
 ``np.quantile`` of X̃W̃ (one problem at a time, 1.3 GB each) and the previous implementation
 (2,048-row chunks of the full decision tensor, ``np.quantile``). Each row prints the median wall
 time and CPU time, the peak extra memory of the call (tracemalloc: numpy's allocations), the process's peak
-RSS so far, the ratio to the naive reference and the largest difference from it.
+RSS so far, the ratio to the naive reference, the largest difference from it and the machine's
+1-minute load average when the row finished (other jobs share the cores: compare ratios).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import sys
 import time
@@ -87,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     b0 = est.intercept_draws_.reshape(G, 3)
     rows = []
 
-    def blocked(n_jobs: int) -> Callable[[], tuple]:
+    def blocked(n_jobs: int | None) -> Callable[[], tuple]:
         def run() -> tuple:
             est.n_jobs = n_jobs
             return est.predict_interval(X, LEVEL)
@@ -97,24 +99,25 @@ def main(argv: list[str] | None = None) -> int:
     for name, fn, repeat in [
         ("blocked selection, n_jobs=1", blocked(1), 3),
         ("blocked selection, n_jobs=2", blocked(2), 3),
+        (f"blocked selection, n_jobs=None ({os.cpu_count()} cores)", blocked(None), 3),
         ("previous: 2,048-row chunks + np.quantile", lambda: _previous(X, coef, b0), 1),
         ("naive: full matrix + np.quantile", lambda: _naive_full(X, coef, b0), 1),
     ]:
         seconds, cpu, extra_mb, result = _measure(fn, repeat)
-        rows.append((name, seconds, cpu, extra_mb, _peak_rss_mb(), result))
+        rows.append((name, seconds, cpu, extra_mb, _peak_rss_mb(), os.getloadavg()[0], result))
         sys.stderr.write(f"[bench_interval] {name}: {seconds:.3f} s\n")
-    reference_s, reference = rows[-1][1], rows[-1][5]
+    reference_s, reference = rows[-1][1], rows[-1][-1]
     print(f"{n_rows} rows × {G} draws × 3 problems (iris, one-vs-rest), level {LEVEL}\n")
     print(
         "| computation | seconds | CPU s | ratio to naive | peak extra MB | peak RSS MB "
-        "| max abs diff |"
+        "| max abs diff | load avg |"
     )
-    print("|---|---|---|---|---|---|---|")
-    for name, seconds, cpu, extra_mb, rss, result in rows:
+    print("|---|---|---|---|---|---|---|---|")
+    for name, seconds, cpu, extra_mb, rss, load, result in rows:
         diff = max(float(np.max(np.abs(a - b))) for a, b in zip(result, reference, strict=True))
         print(
             f"| {name} | {seconds:.3f} | {cpu:.3f} | {seconds / reference_s:.2f}x | {extra_mb:.1f} | "
-            f"{rss:.0f} | {diff:.1e} |"
+            f"{rss:.0f} | {diff:.1e} | {load:.1f} |"
         )
     return 0
 

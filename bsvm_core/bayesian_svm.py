@@ -22,7 +22,7 @@ from .bayesian_summary import (
     feature_names,
     summarise,
 )
-from .draw_quantiles import DEFAULT_MAX_BYTES
+from .draw_quantiles import DEFAULT_MAX_BYTES, default_threads
 from .exceptions import BsvmValueError, MCMCConvergenceWarning
 from .mcmc_convergence import MIN_DRAWS, chain_diagnostics, convergence_message
 from .multiclass import binary_problems, problem_targets
@@ -102,7 +102,8 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
     random_state : int, RandomState or None
         Seeds the MCMC chains (independent children of one ``np.random.SeedSequence``).
     n_jobs : int or None
-        joblib workers for the chains × one-vs-rest problems.
+        joblib workers for the chains × one-vs-rest problems, and threads of ``predict_interval``
+        (None there: one per core, at most 4).
 
     Attributes
     ----------
@@ -378,14 +379,15 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
 
         The bounds are ``np.quantile`` (linear rule) of x'β_g + b_g over every chain's draws g,
         computed a block of rows at a time: a block's working memory stays within ``max_bytes``
-        (at least one row), and ``n_jobs`` threads share the blocks.
+        (at least one row), and ``n_jobs`` threads share the blocks (``n_jobs=None``: one thread
+        per core, at most 4, since numpy releases the GIL in the heavy steps).
         """
         check_is_fitted(self, "coef_")
         self._require_draws()
         X = check_predict_data(self, X)
         if not (_num(max_bytes) and max_bytes > 0):
             raise BsvmValueError(f"max_bytes must be a positive number, got {max_bytes!r}.")
-        threads = effective_n_jobs(self.n_jobs)
+        threads = default_threads() if self.n_jobs is None else effective_n_jobs(self.n_jobs)
         return decision_draws(X, self.coef_draws_, self.intercept_draws_, level, max_bytes, threads)
 
     def coefficient_means(self, scale: str = "original") -> np.ndarray:

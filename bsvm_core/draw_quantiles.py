@@ -3,17 +3,22 @@
 For rows x̃ (n, k) and draws W (k, G), the quantiles over g of F = x̃ W are those of
 ``np.quantile(F, q, axis=1)`` with numpy's default "linear" rule (Hyndman & Fan 1996, type 7:
 virtual index (G − 1) q, linear interpolation between the two neighbouring order statistics). The
-full (n, G) matrix is never built: rows go through in blocks within a memory budget, and each block
-finds its order statistics by selection instead of a sort. A sub-sample of every row gives a
-threshold that holds (with a margin of a few standard deviations) more than the needed number of
-smallest (largest) values; one comparison pass and one compaction keep only those candidates, and
-a small sort of the candidates gives the exact order statistics. Rows whose threshold falls short
-(rare) and wide intervals (tails beyond a quarter of the draws) fall back to ``np.partition``.
+full (n, G) matrix is never built: rows go through in cache-sized blocks within a memory budget,
+and each block finds its order statistics by selection instead of a sort. Per-row thresholds that
+hold a few more than the needed number of smallest (largest) values come from a guide: the exact
+mean, SD, skewness and kurtosis of each row's values (from the draws' moment tensors) and their
+Cornish-Fisher quantiles, widened by the guide's worst error on the previous block. One comparison
+pass and one compaction keep only the candidates beyond the thresholds, and a small selection
+among them gives the exact order statistics; the selected values themselves show whether the
+thresholds held. Rows they miss go through thresholds from a sub-sample of the row, and wide
+intervals (tails beyond a quarter of the draws) or rows still missed through ``np.partition``.
+Threads share the rows: every heavy step is a numpy call that releases the GIL.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -34,8 +39,19 @@ SUBSAMPLE = 512
 MARGIN_SD = 3.0
 """Standard deviations of the sub-sample count by which a threshold overshoots the tail."""
 
+MAX_DEFAULT_THREADS = 4
+"""Threads ``default_threads`` uses at most: the heavy steps are numpy calls that release the GIL."""
+
+GUIDE_ROWS = 4096
+"""Rows whose guide (moments and Cornish-Fisher positions) is computed at once."""
+
 Z_MARGIN = 0.05
 """Slack, in SDs of a row's values, added to the guide's worst error on the previous block."""
+
+
+def default_threads() -> int:
+    """Threads for an interval when the caller names none: the machine's cores, 1 to 4."""
+    return max(1, min(os.cpu_count() or 1, MAX_DEFAULT_THREADS))
 
 
 def linear_positions(n: int, q: float) -> tuple[int, int, float]:
@@ -108,18 +124,22 @@ def select_beyond(
     a value strictly between the thresholds, so the k-th smallest (largest) of a packed row is
     the row's own whenever at least the needed number of candidates lie at or below t_lo (at or
     above t_hi); the selected values themselves show whether they do (else the row is missed).
+    ``mask`` is a (2, *F.shape) boolean scratch array.
     """
     n_rows, G = F.shape
     need_lo, need_hi = _tails(ranks, G)  # type: ignore[misc]
     n_low = sum(r < need_lo for r in ranks)
-    np.less_equal(F, t_lo[:, None], out=mask)
-    mask |= np.greater_equal(F, t_hi[:, None])
-    flat = np.flatnonzero(mask)
-    per_row = np.diff(np.searchsorted(flat, np.arange(n_rows + 1) * G))
+    np.less_equal(F, t_lo[:, None], out=mask[0])
+    np.greater_equal(F, t_hi[:, None], out=mask[1])
+    np.logical_or(mask[0], mask[1], out=mask[0])
+    flat = np.flatnonzero(mask[0])
+    starts = np.searchsorted(flat, np.arange(n_rows + 1) * G)
+    per_row = np.diff(starts)
     width = max(int(per_row.max(initial=0)), need_lo + need_hi)
     packed = np.empty((n_rows, width))
     packed[:] = np.nextafter(t_lo, np.inf)[:, None]  # < t_hi wherever a row has a gap
-    packed[np.arange(width) < per_row[:, None]] = F.ravel()[flat]
+    dest = np.repeat(np.arange(n_rows) * width - starts[:-1], per_row) + np.arange(flat.size)
+    packed.ravel()[dest] = F.ravel()[flat]
     out = _partition(packed, [r if r < need_lo else width - G + r for r in ranks])
     missed = np.zeros(n_rows, dtype=bool)
     if n_low:
@@ -161,7 +181,7 @@ def order_statistics(
 ) -> np.ndarray:
     """Order statistics ``ranks`` (0-based, ascending) of each row of F: (n_rows, len(ranks)).
 
-    F may be reordered; ``mask`` is an optional boolean scratch array of F's shape. Ranks in the
+    F may be reordered; ``mask`` is an optional (2, *F.shape) boolean scratch array. Ranks in the
     outer quarters are selected beyond per-row thresholds (``select_beyond``): the given ones
     first, then, for the rows they miss, thresholds from a sub-sample; anything else (other
     ranks, rows still missed) through np.partition of whole rows.
@@ -171,7 +191,7 @@ def order_statistics(
     if tails is None:
         return _partition(F, ranks)
     if mask is None:
-        mask = np.empty(F.shape, dtype=bool)
+        mask = np.empty((2, *F.shape), dtype=bool)
     out = np.empty((n_rows, len(ranks)))
     todo = np.arange(n_rows)
     if thresholds is not None:
@@ -183,32 +203,48 @@ def order_statistics(
         if guess is None:
             out[todo] = _partition(rest, ranks)
             return out
-        out[todo], missed = select_beyond(rest, ranks, *guess, mask[: todo.size])
+        out[todo], missed = select_beyond(rest, ranks, *guess, mask[:, : todo.size])
         if missed.any():
             out[todo[missed]] = _partition(rest[missed], ranks)
     return out
 
 
-def cornish_fisher(z: float, skew: np.ndarray) -> np.ndarray:
-    """Standardised quantile z + (z² − 1)γ/6 − (2z³ − 5z)γ²/36 (Cornish & Fisher 1937, skewness terms)."""
-    return z + (z * z - 1.0) * skew / 6.0 - (2.0 * z**3 - 5.0 * z) * skew**2 / 36.0
+def cornish_fisher(z: float, skew: np.ndarray, kurt: np.ndarray) -> np.ndarray:
+    """z + (z² − 1)γ₁/6 + (z³ − 3z)γ₂/24 − (2z³ − 5z)γ₁²/36 (Cornish & Fisher 1937, to order n⁻¹)."""
+    return (
+        z
+        + (z * z - 1.0) * skew / 6.0
+        + (z**3 - 3.0 * z) * kurt / 24.0
+        - (2.0 * z**3 - 5.0 * z) * skew**2 / 36.0
+    )
+
+
+def draw_moments(Wt: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Mean w̄ and central moment tensors M₂, M₃ (k², k) and M₄ (k², k²) of the draws' columns."""
+    k, G = Wt.shape
+    centre = Wt.mean(axis=1)
+    D = Wt - centre[:, None]
+    DD = (D[:, None, :] * D[None, :, :]).reshape(k * k, G)
+    return centre, D @ D.T / G, DD @ D.T / G, DD @ DD.T / G
 
 
 def tail_guide(
-    F: np.ndarray, mu: np.ndarray, sd: np.ndarray, tails: tuple[int, int]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Predicted standardised positions of each row's needed lower and upper order statistics.
+    Xt: np.ndarray, moments: tuple[np.ndarray, ...], tails: tuple[int, int], G: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Mean, SD and predicted standardised positions of each row's needed lower and upper statistics.
 
-    The normal quantiles of need/G, corrected by Cornish-Fisher for the skewness of the row's
-    values (estimated on every ``G // SUBSAMPLE``-th draw; mean and SD are exact: x̃'w̄ and
-    (x̃'Σ_w x̃)^½). NaN where the SD is 0.
+    The exact mean x̃'w̄, SD (x̃'M₂x̃)^½, skewness and excess kurtosis of the row's values over the
+    draws (from the moment tensors), and Cornish-Fisher quantiles at need/G. NaN where the SD is 0.
     """
-    G = F.shape[1]
+    centre, M2, M3, M4 = moments
+    XX = (Xt[:, :, None] * Xt[:, None, :]).reshape(Xt.shape[0], -1)
+    mu = Xt @ centre
+    var = np.maximum(np.einsum("ij,jk,ik->i", Xt, M2, Xt), 0.0)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        S = (F[:, :: max(1, G // SUBSAMPLE)] - mu[:, None]) / sd[:, None]
-        skew = np.mean(S * S * S, axis=1)
+        skew = np.einsum("ij,ij->i", XX @ M3, Xt) / var**1.5
+        kurt = np.einsum("ij,ij->i", XX @ M4, XX) / var**2 - 3.0
         z_lo, z_hi = special.ndtri(tails[0] / G), -special.ndtri(tails[1] / G)
-        return cornish_fisher(z_lo, skew), cornish_fisher(z_hi, skew)
+        return mu, np.sqrt(var), cornish_fisher(z_lo, skew, kurt), cornish_fisher(z_hi, skew, kurt)
 
 
 def _learn_margins(
@@ -257,37 +293,35 @@ def projection_quantiles(
 
     tails = _tails(ranks, G)
     n_low = 0 if tails is None else sum(r < tails[0] for r in ranks)
-    centre = Wt.mean(axis=1)
-    spread = np.cov(Wt, bias=True).reshape(Wt.shape[0], Wt.shape[0])
+    moments = draw_moments(Wt)
 
     def run(rows: range) -> None:
         width = min(step, len(rows))
         values = np.empty((width, G))
-        mask = np.empty((width, G), dtype=bool)
-        Xt = np.ones((width, Wt.shape[0]))
+        mask = np.empty((2, width, G), dtype=bool)
         margins: tuple[float, float] | None = None  # in SDs, learnt block by block
-        for start in range(rows.start, rows.stop, step):
-            m = min(start + step, rows.stop) - start
-            Xt[:m, 1:] = X[start : start + m]
-            F = np.matmul(Xt[:m], Wt, out=values[:m])
-            if tails is None:
-                stats = order_statistics(F, ranks, mask[:m])
-            else:
-                mu = Xt[:m] @ centre
-                sd = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", Xt[:m], spread, Xt[:m]), 0.0))
-                guide = tail_guide(F, mu, sd, tails)
-                guess = None
-                if margins is not None:
-                    guess = (
-                        mu + (guide[0] + margins[0]) * sd,
-                        mu + (guide[1] - margins[1]) * sd,
+        chunk = max(1, GUIDE_ROWS // step) * step
+        for first in range(rows.start, rows.stop, chunk):
+            stop = min(first + chunk, rows.stop)
+            Xt = np.column_stack([np.ones(stop - first), X[first:stop]])
+            guides = None if tails is None else tail_guide(Xt, moments, tails, G)
+            for start in range(first, first + Xt.shape[0], step):
+                rel = slice(start - first, min(start - first + step, Xt.shape[0]))
+                m = rel.stop - rel.start
+                F = np.matmul(Xt[rel], Wt, out=values[:m])
+                if guides is None:
+                    stats = order_statistics(F, ranks, mask[:, :m])
+                else:
+                    mu, sd, g_lo, g_hi = (g[rel] for g in guides)
+                    guess = None
+                    if margins is not None:
+                        guess = (mu + (g_lo + margins[0]) * sd, mu + (g_hi - margins[1]) * sd)
+                    stats = order_statistics(F, ranks, mask[:, :m], guess)
+                    margins = _learn_margins(stats, n_low, mu, sd, (g_lo, g_hi))
+                for i, (below, above, gamma) in enumerate(positions):
+                    result[i, start : start + m] = lerp(
+                        stats[:, where[below]], stats[:, where[above]], gamma
                     )
-                stats = order_statistics(F, ranks, mask[:m], guess)
-                margins = _learn_margins(stats, n_low, mu, sd, guide)
-            for i, (below, above, gamma) in enumerate(positions):
-                result[i, start : start + m] = lerp(
-                    stats[:, where[below]], stats[:, where[above]], gamma
-                )
 
     parts = [range(n * t // n_threads, n * (t + 1) // n_threads) for t in range(n_threads)]
     if n_threads == 1:

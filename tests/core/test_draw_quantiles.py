@@ -116,3 +116,68 @@ def test_guided_thresholds_on_real_draws_are_exact_across_blocks() -> None:
     W, b = _dyadic(rng.standard_t(3, size=(3, 4000)) * 8), _dyadic(rng.normal(size=4000) * 8)
     got = projection_quantiles(X, W, b, (0.025, 0.975), max_bytes=4000 * 10 * 16)
     np.testing.assert_array_equal(got, _reference(X, W, b, (0.025, 0.975)))
+
+
+def test_tail_guide_moments_are_those_of_the_row_values() -> None:
+    """Mean, SD, skewness and kurtosis from the draws' moment tensors equal those of x̃'w̃_g."""
+    rng = np.random.default_rng(5)
+    Wt = rng.exponential(size=(4, 3000)) ** 2
+    Xt = np.column_stack([np.ones(6), rng.normal(size=(6, 3))])
+    F = Xt @ Wt
+    mu, sd, g_lo, g_hi = draw_quantiles.tail_guide(
+        Xt, draw_quantiles.draw_moments(Wt), (75, 75), 3000
+    )
+    np.testing.assert_allclose(mu, F.mean(axis=1), rtol=1e-12)
+    np.testing.assert_allclose(sd, F.std(axis=1), rtol=1e-10)
+    S = (F - F.mean(axis=1, keepdims=True)) / F.std(axis=1, keepdims=True)
+    skew, kurt = (S**3).mean(axis=1), (S**4).mean(axis=1) - 3
+    expected = draw_quantiles.cornish_fisher(-1.959963984540054, skew, kurt)
+    np.testing.assert_allclose(g_lo, expected, rtol=1e-9)
+    expected_hi = draw_quantiles.cornish_fisher(1.959963984540054, skew, kurt)
+    np.testing.assert_allclose(g_hi, expected_hi, rtol=1e-9)
+
+
+def test_predict_interval_without_n_jobs_uses_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """n_jobs=None: one thread per core (at most 4); an explicit n_jobs is kept."""
+    X, y = load_iris(return_X_y=True)
+    est = BayesianSVM(method="mcmc", n_draws=40, burn_in=10, n_chains=2, random_state=0)
+    with pytest.warns(Warning):
+        est.fit(X, (y == 2).astype(int))
+    seen: list[int] = []
+    original = draw_quantiles.projection_quantiles
+
+    def spy(*args: object) -> np.ndarray:
+        seen.append(int(args[-1]))  # type: ignore[call-overload]
+        return original(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(draw_quantiles.os, "cpu_count", lambda: 16)
+    monkeypatch.setattr("bsvm_core.bayesian_summary.projection_quantiles", spy)
+    default = est.predict_interval(X)
+    est.n_jobs = 1
+    for got, expected in zip(est.predict_interval(X), default, strict=True):
+        np.testing.assert_array_equal(got, expected)
+    assert seen == [4, 1]
+
+
+@pytest.mark.parametrize("ulps", [-2, -1, 0, 1, 2])
+@pytest.mark.parametrize("spare", [-1, 0, 3])
+def test_select_beyond_with_thresholds_on_and_next_to_values(ulps: int, spare: int) -> None:
+    """Thresholds at (or a few ulps from) the row's own values: exact where enough candidates lie
+    beyond them, reported missed otherwise; ties at the thresholds included."""
+    rng = np.random.default_rng([ulps + 2, spare + 1])
+    G, ranks = 2000, [49, 50, 1949, 1950]
+    values = np.round(rng.normal(size=(40, G)) * 64) / 64  # many ties
+    values[:5] = 1.0  # point masses
+    ordered = np.sort(values, axis=1)
+    t_lo, t_hi = ordered[:, 50 + spare].copy(), ordered[:, 1949 - spare].copy()
+    for _ in range(abs(ulps)):
+        t_lo = np.nextafter(t_lo, np.sign(ulps) * np.inf)
+        t_hi = np.nextafter(t_hi, -np.sign(ulps) * np.inf)
+    mask = np.empty((2, *values.shape), dtype=bool)
+    out, missed = draw_quantiles.select_beyond(values.copy(), ranks, t_lo, t_hi, mask)
+    lo_col, hi_col = t_lo[:, None], t_hi[:, None]
+    n_low = np.count_nonzero(values <= lo_col, axis=1)
+    n_high = np.count_nonzero(values >= hi_col, axis=1)
+    np.testing.assert_array_equal(out[~missed], ordered[~missed][:, ranks])
+    assert not np.any(missed & (n_low >= 51) & (n_high >= 51))  # enough beyond: never missed
+    assert np.all(missed[5:] == ((n_low < 51) | (n_high < 51))[5:])
