@@ -121,9 +121,15 @@ def _mean_sd(values: list[float | None]) -> tuple[float | None, float | None]:
 def _run(
     jobs: list[Any], n_jobs: int, progress: Callable[[float], None] | None
 ) -> list[dict[str, Any]]:
-    """Run joblib ``jobs`` in order, reporting the fraction done after each."""
+    """Run joblib ``jobs`` in order, reporting the fraction done after each.
+
+    A backend that cannot stream results (joblib's ``multiprocessing``) runs them as one batch.
+    """
     out = []
-    results = Parallel(n_jobs=n_jobs, return_as="generator")(jobs)
+    try:
+        results = Parallel(n_jobs=n_jobs, return_as="generator")(jobs)
+    except ValueError:  # raised before any job runs: "does not support return_as"
+        results = Parallel(n_jobs=n_jobs)(jobs)
     for i, result in enumerate(results, start=1):
         out.append(result)
         if progress is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import joblib
 import numpy as np
 import pytest
 from sklearn.datasets import load_breast_cancer
@@ -122,6 +123,8 @@ def test_parallel_folds_equal_sequential_ones(cancer):
     one = cross_validate(LDA(), X, y, 3, 0, n_jobs=1)
     two = cross_validate(LDA(), X, y, 3, 0, n_jobs=2)
     assert one == two
+    with joblib.parallel_config(backend="multiprocessing"):  # cannot stream: one batch
+        assert cross_validate(LDA(), X, y, 3, 0, n_jobs=2) == one
     assert all(len(curve["fpr"]) <= 200 for curve in one["roc"])
 
 
