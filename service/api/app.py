@@ -14,7 +14,7 @@ from service.api.docs import install_docs
 from service.api.envelope import install_error_handlers
 from service.api.metrics import Metrics
 from service.api.middleware import RequestContextMiddleware
-from service.api.routes import health, jobs, models, predict, train
+from service.api.routes import evaluation, health, jobs, models, predict, train
 from service.inference.limits import PredictGate
 from service.logs import configure_logging
 from service.repository.model_types import build_registry
@@ -26,7 +26,7 @@ from service.training.queue import JobQueue
 logger = logging.getLogger("service")
 
 #: Routers of the resources, included in this order behind the API key.
-RESOURCE_ROUTERS = (train.router, predict.router, models.router, jobs.router)
+RESOURCE_ROUTERS = (train.router, predict.router, evaluation.router, models.router, jobs.router)
 
 DESCRIPTION = (
     "Train and serve support-vector machines and their classic rivals. Every error uses one "

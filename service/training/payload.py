@@ -25,6 +25,8 @@ def encode_task(task: TrainTask) -> bytes:
         "params": task.params,
         "meta": task.meta,
         "memory_limit_mb": task.memory_limit_mb,
+        "cv": task.cv,
+        "search": task.search,
     }
     arrays = {k: getattr(task, k) for k in ARRAYS if getattr(task, k) is not None}
     arrays = {k: np.asarray(v, dtype=str) if v.dtype == object else v for k, v in arrays.items()}
@@ -44,5 +46,7 @@ def decode_task(data: bytes, model_types: Registry) -> TrainTask:
         params=header["params"],
         meta=header["meta"],
         memory_limit_mb=header.get("memory_limit_mb"),
+        cv=header.get("cv"),
+        search=header.get("search"),
         **arrays,
     )

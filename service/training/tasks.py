@@ -24,6 +24,7 @@ from service.errors import InvalidInput, detail
 from service.repository.model_types import ModelSpec, Registry
 from service.settings import Settings
 from service.training.evaluation import heldout_split
+from service.training.search_request import selection_plan
 from service.training.worker import FitResult, TrainTask
 
 LIBRARIES = ("bsvm", "numpy", "scipy", "scikit-learn", "joblib")
@@ -135,8 +136,11 @@ def prepare_task(request: Any, settings: Settings, registry: Registry) -> TrainT
         if split_seed is None:
             split_seed = seed if seed is not None else secrets.randbelow(2**31)
         fraction = request.evaluation.test_fraction
+        if fraction is None and request.evaluation.cv is None:
+            fraction = 0.25
         try:
-            task.X, task.X_test, task.y, task.y_test = heldout_split(X, y, fraction, split_seed)
+            if fraction is not None:
+                task.X, task.X_test, task.y, task.y_test = heldout_split(X, y, fraction, split_seed)
         except ValueError:
             raise InvalidInput(
                 "cannot hold out a stratified split",
@@ -149,6 +153,14 @@ def prepare_task(request: Any, settings: Settings, registry: Registry) -> TrainT
                 ],
             ) from None
         evaluation = {"test_fraction": fraction, "random_state": split_seed}
+    if request.evaluation is not None or request.search is not None:
+        select_seed = evaluation["random_state"] if evaluation else seed
+        if select_seed is None:
+            select_seed = secrets.randbelow(2**31)
+        task.cv, task.search = selection_plan(request, spec, params, task.y, select_seed)
+        for candidate in task.search["candidates"] if task.search else ():
+            _check_params({**params, **candidate}, task.y, settings)
+            _check_memory(spec, {**params, **candidate}, X.shape, int(np.unique(y).size), settings)
     task.meta = {
         "name": request.name or request.model_type,
         "feature_names": feature_names,
@@ -199,6 +211,12 @@ def build_record(task: TrainTask, result: FitResult) -> dict[str, Any]:
     metrics = dict(result.metrics)
     if metrics.get("heldout") is not None:
         metrics["heldout"] = {**metrics["heldout"], **task.meta["evaluation"]}
+    extras = dict(result.extras)
+    plots = dict(extras.pop("plot_data", {}))
+    if metrics.get("cv") is not None:
+        metrics["cv"] = dict(metrics["cv"])
+        plots["roc"] = metrics["cv"].pop("roc")
+    stats = plots.get("feature_stats", {})
     return jsonable(
         {
             "name": task.meta["name"],
@@ -218,5 +236,10 @@ def build_record(task: TrainTask, result: FitResult) -> dict[str, Any]:
             "has_probabilities": hasattr(estimator, "predict_proba"),
             "has_posterior": hasattr(estimator, "posterior_summary"),
             "library_versions": library_versions(),
+            "feature_means": stats.get("mean"),
+            "feature_min": stats.get("min"),
+            "feature_max": stats.get("max"),
+            **extras,
+            "plot_data": plots,
         }
     )

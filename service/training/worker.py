@@ -31,6 +31,8 @@ from sklearn.preprocessing import StandardScaler
 
 from service.repository.model_types import ModelSpec
 from service.training.evaluation import classification_metrics
+from service.training.plot_data import plot_data
+from service.training.selection import run_model_selection
 
 logger = logging.getLogger("service.training.worker")
 
@@ -60,6 +62,10 @@ class TrainTask:
     meta: dict[str, Any] = field(default_factory=dict)
     memory_limit_mb: float | None = None
     """Address space the worker may add to what it starts with (RLIMIT_AS); None: no limit."""
+    cv: dict[str, int] | None = None
+    """``{k, random_state}``: cross-validate the final parameters (``metrics.cv``)."""
+    search: dict[str, Any] | None = None
+    """``{grid, scoring, k, random_state}``: pick the parameters by cross-validation first."""
 
     @property
     def model_type(self) -> str:
@@ -75,6 +81,8 @@ class FitResult:
     params: dict[str, Any]
     training: dict[str, Any]
     metrics: dict[str, Any]
+    extras: dict[str, Any] = field(default_factory=dict)
+    """Record entries beyond the metrics: ``search`` and ``plot_data`` (service.training.plot_data)."""
 
 
 @dataclass(frozen=True)
@@ -174,14 +182,17 @@ def fit_and_evaluate(
     then go to the active joblib backend, e.g. a dask cluster); such a fit reports only the coarse
     stages, because its progress hook cannot travel to the processes that run the pieces.
     """
-    estimator = task.spec.make_estimator(task.params)
-    parallel = n_jobs != 1 and "n_jobs" in estimator.get_params()
-    if parallel:
-        estimator.set_params(n_jobs=n_jobs)
-    report(0.15)
-    detach = (lambda est: None) if parallel else _attach_progress(estimator, report)
-    core = estimator
+    core = task.spec.make_estimator(task.params)
     model = with_preprocessing(core, task.meta.get("preprocess", "none"))
+    report(0.15)
+    extra = run_model_selection(task, model, report, n_jobs) if task.search or task.cv else {}
+    if "search" in extra:
+        core.set_params(**extra["search"]["best_params"])
+    parallel = n_jobs != 1 and "n_jobs" in core.get_params()
+    if parallel:
+        core.set_params(n_jobs=n_jobs)
+    quiet = parallel or bool(extra)  # after a search or CV the fit's own hook would go backwards
+    detach = (lambda est: None) if quiet else _attach_progress(core, report)
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -191,6 +202,11 @@ def fit_and_evaluate(
     metrics = {"train": classification_metrics(model, task.X, task.y), "heldout": None}
     if task.X_test is not None and task.y_test is not None:
         metrics["heldout"] = classification_metrics(model, task.X_test, task.y_test)
+    if "cv" in extra:
+        metrics["cv"] = extra["cv"]
+    extras = {"plot_data": plot_data(task.model_type, model, task.X, task.y)}
+    if "search" in extra:
+        extras["search"] = extra["search"]
     report(0.9)
     messages = sorted({f"{w.category.__name__}: {w.message}"[:300] for w in caught})
     return FitResult(
@@ -204,6 +220,7 @@ def fit_and_evaluate(
             "warnings": messages,
         },
         metrics=metrics,
+        extras=extras,
     )
 
 

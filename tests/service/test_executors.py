@@ -152,3 +152,20 @@ def test_mcmc_chains_run_as_cluster_tasks_and_match_the_local_draws(cluster, exe
     assert a.n_jobs == -1 and b.n_jobs == 1
     np.testing.assert_array_equal(a.coef_draws_, b.coef_draws_)
     np.testing.assert_array_equal(a.intercept_draws_, b.intercept_draws_)
+
+
+def test_cv_and_search_folds_run_as_cluster_tasks_and_match_local(cluster, executor, cancer):
+    X, y = cancer
+    task = task_of("lda", {}, X, y)
+    task.cv = {"k": 3, "random_state": 0}
+    task.search = {"grid": {"tol": [1e-4, 1e-2]}, "candidates": [{"tol": 1e-4}, {"tol": 1e-2}],
+                   "scoring": "f1", "k": 3, "random_state": 0}  # fmt: skip
+    with distributed.Client(cluster.scheduler_address, set_as_default=False) as observer:
+        with distributed.get_task_stream(client=observer) as stream:
+            remote = run(executor, task)
+        keys = [str(item["key"]) for item in stream.data]
+    local = run(LocalExecutor(), task)
+    assert remote.status == local.status == "succeeded", remote.message
+    assert [k for k in keys if not k.startswith("bsvm-")], keys  # the folds ran as tasks
+    assert remote.result.metrics["cv"] == local.result.metrics["cv"]
+    assert remote.result.extras["search"] == local.result.extras["search"]

@@ -45,11 +45,55 @@ class HeldoutMetrics(MetricSet):
     random_state: int | None
 
 
+class FoldMetrics(MetricSet):
+    """Metrics on one fold's test rows."""
+
+
+class MetricSummary(BaseModel):
+    """One number per metric (null where a fold could not give it, e.g. multiclass AUC)."""
+
+    accuracy: float | None = None
+    precision: float | None = None
+    recall: float | None = None
+    f1: float | None = None
+    roc_auc: float | None = None
+
+
+class CrossValidation(BaseModel):
+    """Stratified k-fold cross-validation (shuffled, seeded) of the stored model's parameters."""
+
+    k: int
+    random_state: int
+    folds: list[FoldMetrics]
+    mean: MetricSummary
+    sd: MetricSummary = Field(description="Population SD over the folds.")
+
+
 class ModelMetrics(BaseModel):
-    """Training-set metrics and, when ``evaluation`` was requested, held-out metrics."""
+    """Training-set metrics and, when ``evaluation`` was requested, held-out and CV metrics."""
 
     train: MetricSet
     heldout: HeldoutMetrics | None = None
+    cv: CrossValidation | None = None
+
+
+class SearchCandidate(BaseModel):
+    """One parameter combination of a grid search and its score over the folds."""
+
+    params: dict[str, Any]
+    mean: float | None = None
+    sd: float | None = None
+
+
+class SearchResult(BaseModel):
+    """The grid search that chose the stored model's parameters."""
+
+    scoring: str
+    k: int
+    random_state: int
+    best_params: dict[str, Any]
+    best_score: float
+    results: list[SearchCandidate]
 
 
 class SignatureInput(BaseModel):
@@ -104,6 +148,10 @@ class ModelRecord(BaseModel):
     signature: Signature | None = Field(
         None, description="Input features (names, types) and output classes, as MLflow's."
     )
+    feature_means: list[float] | None = Field(None, description="Training-row means per feature.")
+    feature_min: list[float] | None = None
+    feature_max: list[float] | None = None
+    search: SearchResult | None = None
 
 
 class ModelList(BaseModel):

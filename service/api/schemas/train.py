@@ -14,13 +14,30 @@ TAG_KEY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 
 
 class Evaluation(BaseModel):
-    """Hold out a stratified share of the rows and report metrics on it."""
+    """Hold out a stratified share of the rows, cross-validate, or both.
+
+    ``test_fraction`` alone (or an empty object: 0.25) holds rows out (``metrics.heldout``).
+    ``cv`` alone runs stratified k-fold CV on all rows (``metrics.cv``); with both, the rows are
+    split first and CV runs on the training split. The stored model is fitted on all rows (or on
+    the training split).
+    """
 
     model_config = ConfigDict(extra="forbid")
 
-    test_fraction: float = Field(0.25, gt=0.0, le=0.5, description="Share of rows held out.")
+    test_fraction: float | None = Field(
+        None,
+        gt=0.0,
+        le=0.5,
+        description="Share of rows held out; null = 0.25 unless cv is given (then none).",
+    )
+    cv: int | None = Field(
+        None, ge=2, le=20, description="Folds of stratified k-fold cross-validation."
+    )
     random_state: int | None = Field(
-        None, ge=0, le=2**32 - 1, description="Seed of the split; null = the model's seed."
+        None,
+        ge=0,
+        le=2**32 - 1,
+        description="Seed of the split and folds; null = the model's seed.",
     )
 
 
@@ -38,6 +55,15 @@ class TrainRequestBase(BaseModel):
         None, pattern=NAME_PATTERN, description="Model name; defaults to the model type."
     )
     evaluation: Evaluation | None = None
+    search: dict[Annotated[str, Field(max_length=64)], list[Any]] | None = Field(
+        None,
+        description="Grid search: a list of at most 20 values per parameter of the model type, "
+        "at most 200 combinations; the best by cross-validation (evaluation.cv folds, default 5) "
+        "is refitted on all rows.",
+    )
+    search_scoring: Literal["accuracy", "f1", "roc_auc"] = Field(
+        "accuracy", description="What the search maximises (mean over the folds)."
+    )
     background: bool = Field(False, description="Answer 202 with a job instead of waiting.")
     tags: dict[
         Annotated[str, Field(pattern=TAG_KEY_PATTERN)], Annotated[str, Field(max_length=256)]

@@ -1,0 +1,134 @@
+"""Plots and numbers of a model's evaluation: ROC curves of its folds, decision regions, the
+EM/ECME path over ν, and the comparison with a linear SVM. Models by id, ``name``,
+``name:version`` or ``name@alias``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Path, Query, Request, Response
+
+from service.api.deps import StoreDep
+from service.api.openapi import error_responses
+from service.api.schemas.evaluation import RegularisationPath
+from service.inference.boundary import boundary_png
+from service.inference.compare import compare_png
+from service.inference.paths import path_png, path_view
+from service.inference.roc import roc_png
+from service.repository.store import ModelStore
+
+router = APIRouter(prefix="/models", tags=["evaluation"])
+
+REF_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,130}$"
+Ref = Annotated[
+    str,
+    Path(
+        pattern=REF_PATTERN,
+        max_length=131,
+        description="Model id, `name` (latest version), `name:version` or `name@alias`.",
+    ),
+]
+Scale = Annotated[
+    Literal["original", "standardised"], Query(description="Units of X or standardised.")
+]
+Feature = Annotated[
+    str | None,
+    Query(min_length=1, max_length=256, description="Feature name or 0-based index."),
+]
+ERRORS = error_responses(404, 409, 422, 503)
+
+
+def png_response(description: str) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI 200 of a PNG route, plus its errors."""
+    return {
+        200: {
+            "description": description,
+            "content": {"image/png": {"schema": {"type": "string", "format": "binary"}}},
+        },
+        **ERRORS,
+    }
+
+
+def _record(store: ModelStore, ref: str, request: Request) -> dict[str, Any]:
+    """The record of the model ``ref`` names (404 when unknown)."""
+    model_id = store.resolve(ref)
+    request.state.model_id = model_id
+    return store.get_record(model_id)
+
+
+def _png(content: bytes) -> Response:
+    return Response(content=content, media_type="image/png")
+
+
+@router.get(
+    "/{ref}/roc.png",
+    response_class=Response,
+    responses=png_response("PNG: each fold's ROC curve, their mean, AUCs in the legend."),
+)
+def get_roc_plot(ref: Ref, store: StoreDep, request: Request) -> Response:
+    """ROC curves of the cross-validation folds (409 when trained without `evaluation.cv`).
+
+    Binary: of `classes[1]` from decision values. Multiclass: the macro one-vs-rest curve.
+    """
+    return _png(roc_png(_record(store, ref, request)))
+
+
+@router.get(
+    "/{ref}/boundary.png",
+    response_class=Response,
+    responses=png_response("PNG: decision regions on two features."),
+)
+def get_boundary_plot(
+    ref: Ref, store: StoreDep, request: Request, x: Feature = None, y: Feature = None
+) -> Response:
+    """Decision regions on features `x` and `y` (default the first two), others at their means.
+
+    Binary SVMs add the boundary and the margins (decision ±1); LDA, QDA and multiclass models
+    the boundaries between classes; kernel SVMs on two features circle their support vectors.
+    """
+    record = _record(store, ref, request)
+    return _png(boundary_png(record, store.load(record["model_id"]), x, y))
+
+
+@router.get(
+    "/{ref}/path",
+    response_model=RegularisationPath,
+    responses=ERRORS,
+)
+def get_path(ref: Ref, store: StoreDep, request: Request) -> Any:
+    """EM modes over 30 values of ν (±3 decades around the fitted ν); em_svm and ecme_svm only."""
+    return path_view(_record(store, ref, request))
+
+
+@router.get(
+    "/{ref}/path.png",
+    response_class=Response,
+    responses=png_response("PNG: ‖β‖ and every coefficient against log10 ν."),
+)
+def get_path_plot(
+    ref: Ref, store: StoreDep, request: Request, scale: Scale = "standardised"
+) -> Response:
+    """The path over ν as a plot (em_svm and ecme_svm only; 409 for other models)."""
+    return _png(path_png(_record(store, ref, request), scale))
+
+
+@router.get(
+    "/{ref}/compare.png",
+    response_class=Response,
+    responses=png_response("PNG: Bayesian against linear-SVM coefficients, with y = x."),
+)
+def get_compare_plot(
+    ref: Ref,
+    store: StoreDep,
+    request: Request,
+    scale: Scale = "original",
+    level: Annotated[float, Query(gt=0.0, lt=1.0, description="Credible level.")] = 0.95,
+) -> Response:
+    """A Bayesian model's coefficients against a linear SVM's fitted on the same data at C = ν².
+
+    α = 2 makes them equal (the mode is the SVM's solution); for other α the same C = ν² is
+    used, so the plot shows what the prior's exponent changes. Models with draws add credible
+    intervals as error bars. 409 for non-Bayesian models.
+    """
+    record = _record(store, ref, request)
+    return _png(compare_png(record, store.load(record["model_id"]), scale, level))

@@ -1,0 +1,124 @@
+"""Numbers the plot routes need from the training data, computed once in the worker.
+
+The server keeps no training data, so everything a plot needs beyond the fitted model is computed
+at training time and stored in the record (``plot_data``):
+
+* ``feature_stats``: per-feature mean, min and max of the training rows (decision-region plots
+  hold the other features at their means and span min..max);
+* ``path`` (em_svm, ecme_svm): the posterior mode over ``PATH_POINTS`` values of ν spanning ±3
+  decades around the fitted ν, by EM warm-started from one ν to the next (``warm_start=True``);
+  ECME's path is EM's at fixed ν around the learned ν (one ν per class: their geometric mean);
+* ``compare`` (every Bayesian type): a ``LinearSVM`` on the same standardised data at C = ν²
+  (per one-vs-rest problem, with that problem's ν), the C at which α = 2 has the same mode
+  (bayes-svm.md §1.2). For α ≠ 2 the same C = ν² is used: the plot then shows what the prior's
+  exponent changes relative to the ridge/SVM solution.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from sklearn.base import clone
+
+from bsvm_core import LinearSVM
+
+logger = logging.getLogger("service.training.plot_data")
+PATH_POINTS = 30
+PATH_DECADES = 3.0
+
+
+def feature_stats(X: np.ndarray) -> dict[str, list[float]]:
+    """Column means, minima and maxima of the training rows."""
+    return {"mean": X.mean(axis=0).tolist(), "min": X.min(axis=0).tolist(),
+            "max": X.max(axis=0).tolist()}  # fmt: skip
+
+
+def _centre_nu(estimator: Any) -> float:
+    """The fitted ν (geometric mean over one-vs-rest problems when there are several)."""
+    return float(np.exp(np.mean(np.log(np.atleast_1d(estimator.nu_)))))
+
+
+def nu_grid(centre: float, points: int = PATH_POINTS, decades: float = PATH_DECADES) -> np.ndarray:
+    """``points`` values of ν, log-spaced over ``centre`` × 10^[−decades, decades], ``centre`` included."""
+    half = points // 2
+    low = np.logspace(-decades, 0.0, half + 1)[:-1]
+    high = np.logspace(0.0, decades, points - half)
+    return centre * np.concatenate([low, high])
+
+
+def regularisation_path(estimator: Any, X: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+    """Coefficients (original and standardised scale) and ‖β‖ over the ν grid, warm-started EM.
+
+    The grid is walked outwards from the fitted ν in both directions, so each fit starts from its
+    neighbour's mode.
+    """
+    grid = nu_grid(_centre_nu(estimator))
+    centre = int(np.argmin(np.abs(np.log(grid / _centre_nu(estimator)))))
+    base = clone(estimator).set_params(method="em", warm_start=True, n_jobs=1)
+    coef = np.empty((grid.size, *estimator.coef_.shape))
+    coef_std = np.empty_like(coef)
+    intercept = np.empty((grid.size, *np.shape(estimator.intercept_)))
+    model = clone(base)
+    start: np.ndarray | None = None
+    for i in [*range(centre, grid.size), *range(centre - 1, -1, -1)]:
+        if i == centre - 1 and start is not None:  # the downward walk starts from the centre
+            model.beta_std_ = start
+        model.set_params(nu=float(grid[i])).fit(X, y)
+        coef[i], coef_std[i], intercept[i] = model.coef_, model.coef_std_, model.intercept_
+        if i == centre:
+            start = model.beta_std_.copy()
+    return {
+        "nu": grid.tolist(),
+        "log10_nu": np.log10(grid).tolist(),
+        "fitted_index": centre,
+        "alpha": float(estimator.alpha),
+        "coef": coef.tolist(),
+        "coef_std": coef_std.tolist(),
+        "intercept": intercept.tolist(),
+        "norm": np.sqrt((coef_std**2).sum(axis=(1, 2))).tolist(),
+    }
+
+
+def linear_comparison(estimator: Any, X: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+    """``LinearSVM`` coefficients at C = ν² on the Bayesian model's standardised data."""
+    Z = (X - estimator.mean_) / estimator.scale_
+    classes = estimator.classes_
+    positives = classes[1:] if classes.size == 2 else classes
+    nus = np.broadcast_to(np.atleast_1d(estimator.nu_), (positives.size,))
+    coef_std, intercept_std, costs = [], [], []
+    for label, nu in zip(positives, nus, strict=True):
+        C = float(nu) ** 2
+        svm = LinearSVM(C=C, fit_intercept=bool(estimator.fit_intercept), tol=1e-8)
+        svm.fit(Z, (y == label).astype(int))
+        coef_std.append(svm.coef_.ravel())
+        intercept_std.append(float(np.ravel(svm.intercept_)[0]))
+        costs.append(C)
+    coef_std_arr = np.asarray(coef_std)
+    coef = coef_std_arr / estimator.scale_
+    return {
+        "C": costs,
+        "coef_std": coef_std_arr.tolist(),
+        "coef": coef.tolist(),
+        "intercept_std": intercept_std,
+        "intercept": (np.asarray(intercept_std) - coef @ estimator.mean_).tolist(),
+    }
+
+
+def plot_data(spec_type: str, estimator: Any, X: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+    """Everything of the module notes that applies to a fitted model of type ``spec_type``."""
+    out: dict[str, Any] = {"feature_stats": feature_stats(X)}
+    wanted: dict[str, Callable[..., dict[str, Any]]] = {}
+    if spec_type in ("em_svm", "ecme_svm"):
+        wanted["path"] = regularisation_path
+    if hasattr(estimator, "posterior_summary") and hasattr(estimator, "nu_"):
+        wanted["compare"] = linear_comparison
+    for key, compute in wanted.items():
+        try:
+            out[key] = compute(estimator, X, y)
+        except (ArithmeticError, ValueError, np.linalg.LinAlgError) as exc:  # the model stands
+            logger.warning("no %s data for a %s model: %s", key, spec_type, exc)
+            out[key] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+    return out
