@@ -104,7 +104,12 @@ def model_version_ready(name: str, version: str, store: StoreDep) -> ModelReady:
     return ModelReady(name=describe(store, _ref(name, version))["record"]["name"], ready=True)
 
 
-@router.post("/v2/models/{name}/infer", response_model=InferenceResponse, responses=SCORING_ERRORS)
+@router.post(
+    "/v2/models/{name}/infer",
+    response_model=InferenceResponse,
+    response_model_exclude_none=True,
+    responses=SCORING_ERRORS,
+)
 def infer(name: str, body: InferenceRequest, request: Request) -> dict[str, Any]:
     """Score V2 input tensors; outputs `label`, `decision`, `probability` (default: all)."""
     return answer(request, name, formats.V2, body.model_dump(), field="name")
