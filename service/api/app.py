@@ -14,7 +14,7 @@ from service.api.docs import install_docs
 from service.api.envelope import install_error_handlers
 from service.api.metrics import Metrics
 from service.api.middleware import RequestContextMiddleware
-from service.api.routes import evaluation, health, jobs, models, predict, train
+from service.api.routes import evaluation, health, jobs, models, predict, train, v2
 from service.inference.limits import PredictGate
 from service.logs import configure_logging
 from service.repository.model_types import build_registry
@@ -27,6 +27,8 @@ logger = logging.getLogger("service")
 
 #: Routers of the resources, included in this order behind the API key.
 RESOURCE_ROUTERS = (train.router, predict.router, evaluation.router, models.router, jobs.router)
+#: Other servers' protocols (service.api.routes.v2), behind the key but for /v2/health/*.
+PROTOCOL_ROUTERS = (v2.router, v2.compat_router)
 
 DESCRIPTION = (
     "Train and serve support-vector machines and their classic rivals. Every error uses one "
@@ -93,9 +95,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     protected = [Depends(require_api_key)]
     app.include_router(health.router)
+    app.include_router(v2.health_router)
     app.include_router(health.ops_router, dependencies=protected)
     app.include_router(app.state.metrics.router, dependencies=protected)
-    for router in RESOURCE_ROUTERS:
+    for router in RESOURCE_ROUTERS + PROTOCOL_ROUTERS:
         app.include_router(router, dependencies=protected)
     install_docs(app, public=settings.public_docs)
     return app

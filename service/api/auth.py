@@ -1,6 +1,6 @@
 """API-key authentication: ``X-API-Key`` checked in constant time against ``BSVM_API_KEYS``.
 
-Which paths are open: ``/health/*`` always; ``/docs`` (and its local assets) and
+Which paths are open: ``/health/*`` and ``/v2/health/*`` (probes) always; ``/docs`` (and its local assets) and
 ``/openapi.json`` while ``BSVM_PUBLIC_DOCS`` is true (the default), because a browser cannot send
 a header when it opens the Swagger UI, and the document holds the contract, not data. Set
 ``BSVM_PUBLIC_DOCS=false`` to put them behind the key like every other route.
@@ -22,7 +22,7 @@ from service.errors import Unauthorized
 from service.settings import Settings
 
 API_KEY_HEADER = "X-API-Key"
-OPEN_PREFIXES = ("/health/",)
+OPEN_PREFIXES = ("/health/", "/v2/health/")
 DOCS_PREFIXES = ("/docs", "/openapi.json")
 
 api_key_scheme = APIKeyHeader(

@@ -6,13 +6,14 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from service.api.csv_bodies import CsvRoute, csv_openapi
+from service.api.csv_bodies import csv_openapi
 from service.api.deps import GateDep, SettingsDep, StoreDep
 from service.api.openapi import error_responses
+from service.api.protocols import CSV_RESPONSE, ProtocolRoute, respond, with_model_query
 from service.api.schemas.predict import PredictRequest, PredictResponse
 from service.inference import predict as prediction
 
-router = APIRouter(tags=["predict"], route_class=CsvRoute)
+router = APIRouter(tags=["predict"], route_class=ProtocolRoute)
 
 CSV_BODY = "CSV with a header row of feature names; columns are put in the model's order."
 CSV_QUERY = {
@@ -25,14 +26,20 @@ CSV_QUERY = {
 @router.post(
     "/predict",
     response_model=PredictResponse,
-    responses=error_responses(400, 404, 409, 422, 503),
-    openapi_extra=csv_openapi(CSV_BODY, CSV_QUERY, arrays=("outputs",)),
+    responses={**error_responses(400, 404, 409, 422, 503), **CSV_RESPONSE},
+    openapi_extra=with_model_query(csv_openapi(CSV_BODY, CSV_QUERY, arrays=("outputs",))),
 )
 def predict(
     body: PredictRequest, request: Request, store: StoreDep, settings: SettingsDep, gate: GateDep
 ) -> Any:
-    """Score rows (JSON or CSV) with a model given by id, name, name@alias or name:version."""
+    """Score rows (JSON or CSV) with a model given by id, name, name@alias or name:version.
+
+    `Accept: text/csv` answers CSV. Other servers' bodies are taken too, with the model in
+    `?model=`: MLflow's `dataframe_split`, `dataframe_records`, `instances`, `inputs` and
+    KServe V1's `instances` (answered `{"predictions": [...]}`), and Open Inference Protocol
+    `inputs` tensors (answered as a V2 inference response).
+    """
     with gate.slot():
         out = prediction.predict(store, settings, body)
     request.state.model_id = out["model_id"]
-    return out
+    return respond(request, out)

@@ -1,0 +1,163 @@
+"""Other servers' scoring routes: Open Inference Protocol (KServe V2), KServe V1, MLflow.
+
+``{name}`` is any model reference ``/predict`` takes (id, name, ``name@alias``,
+``name:version``); ``/versions/{version}`` picks ``name:version``. ``/v2/health/*`` is open like
+``/health/*``; every other route here needs the API key when keys are set. Errors use our
+envelope, whose ``error`` string is the protocol's error object.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Query, Request
+from fastapi.responses import JSONResponse
+
+from service import __version__
+from service.api.deps import StoreDep
+from service.api.openapi import error_responses
+from service.api.protocols import answer
+from service.api.schemas.v2 import (
+    IRIS_ROWS,
+    InferenceRequest,
+    InferenceResponse,
+    ModelMetadata,
+    ModelReady,
+    Predictions,
+    ServerLive,
+    ServerMetadata,
+    ServerReady,
+)
+from service.errors import InvalidInput, detail
+from service.inference import formats
+from service.inference.signature import describe
+
+health_router = APIRouter(prefix="/v2/health", tags=["open inference protocol"])
+router = APIRouter(tags=["open inference protocol"])
+compat_router = APIRouter(tags=["mlflow and kserve v1"])
+
+SCORING_ERRORS = error_responses(400, 404, 409, 422, 503)
+MODEL_ERRORS = error_responses(404, 409, 422, 503)
+MLFLOW_EXAMPLE = {"dataframe_split": {"columns": ["a", "b"], "data": [[1, 2], [3, 4]]}}
+ForeignBody = Annotated[dict[str, Any], Body(examples=[MLFLOW_EXAMPLE])]
+
+
+def _ref(name: str, version: str | None) -> str:
+    return name if version is None else f"{name}:{version}"
+
+
+@health_router.get("/live", response_model=ServerLive)
+def server_live() -> ServerLive:
+    """Liveness: 200 whenever the process answers."""
+    return ServerLive(live=True)
+
+
+@health_router.get(
+    "/ready",
+    response_model=ServerReady,
+    responses={503: {"model": ServerReady, "description": "The model store is not usable."}},
+)
+def server_ready(request: Request) -> JSONResponse:
+    """Readiness: 200 when the model store is usable, else 503."""
+    store = getattr(request.app.state, "store", None)
+    ready = store is not None and store.is_usable()
+    body = ServerReady(ready=ready, live=True).model_dump()
+    return JSONResponse(body, status_code=200 if ready else 503)
+
+
+@router.get("/v2", response_model=ServerMetadata)
+def server_metadata() -> ServerMetadata:
+    """The server's name and version; no protocol extensions."""
+    return ServerMetadata(name="bsvm", version=__version__, extensions=[])
+
+
+def _metadata(store: StoreDep, name: str, version: str | None) -> dict[str, Any]:
+    found = describe(store, _ref(name, version))
+    return formats.v2_metadata(found["record"], found["versions"], found["outputs"])
+
+
+@router.get("/v2/models/{name}", response_model=ModelMetadata, responses=MODEL_ERRORS)
+def model_metadata(name: str, store: StoreDep) -> dict[str, Any]:
+    """Inputs (one FP64 `[-1, n_features]` tensor), outputs and versions of a model."""
+    return _metadata(store, name, None)
+
+
+@router.get(
+    "/v2/models/{name}/versions/{version}", response_model=ModelMetadata, responses=MODEL_ERRORS
+)
+def model_version_metadata(name: str, version: str, store: StoreDep) -> dict[str, Any]:
+    """Metadata of one version of a model."""
+    return _metadata(store, name, version)
+
+
+@router.get("/v2/models/{name}/ready", response_model=ModelReady, responses=MODEL_ERRORS)
+def model_ready(name: str, store: StoreDep) -> ModelReady:
+    """Ready when the model is stored and its artifact loads (404 when unknown)."""
+    return ModelReady(name=describe(store, name)["record"]["name"], ready=True)
+
+
+@router.get(
+    "/v2/models/{name}/versions/{version}/ready", response_model=ModelReady, responses=MODEL_ERRORS
+)
+def model_version_ready(name: str, version: str, store: StoreDep) -> ModelReady:
+    """Readiness of one version of a model."""
+    return ModelReady(name=describe(store, _ref(name, version))["record"]["name"], ready=True)
+
+
+@router.post(
+    "/v2/models/{name}/infer",
+    response_model=InferenceResponse,
+    response_model_exclude_none=True,
+    responses=SCORING_ERRORS,
+)
+def infer(name: str, body: InferenceRequest, request: Request) -> dict[str, Any]:
+    """Score V2 input tensors; outputs `label`, `decision`, `probability` (default: all)."""
+    return answer(request, name, formats.V2, body.model_dump(), field="name")
+
+
+@router.post(
+    "/v2/models/{name}/versions/{version}/infer",
+    response_model=InferenceResponse,
+    response_model_exclude_none=True,
+    responses=SCORING_ERRORS,
+)
+def infer_version(
+    name: str, version: str, body: InferenceRequest, request: Request
+) -> dict[str, Any]:
+    """Score V2 input tensors with one version of a model."""
+    return answer(request, _ref(name, version), formats.V2, body.model_dump(), field="version")
+
+
+def _format(body: dict[str, Any], allowed: tuple[str, ...]) -> str:
+    """The body's format when it is one of ``allowed`` (422 naming the body otherwise)."""
+    fmt = formats.body_format(body)
+    if fmt not in allowed:
+        raise InvalidInput(
+            "unsupported body format", [detail("body", f"send exactly one of {list(allowed)}")]
+        )
+    return fmt
+
+
+@compat_router.post("/invocations", response_model=Predictions, responses=SCORING_ERRORS)
+def invocations(
+    body: ForeignBody,
+    request: Request,
+    model: Annotated[
+        str, Query(description="Model reference (id, name, name@alias, name:version).")
+    ],
+) -> dict[str, Any]:
+    """MLflow scoring server's route: `dataframe_split`, `dataframe_records`, `instances`,
+    `inputs` bodies; answers `{"predictions": [label, ...]}`."""
+    return answer(request, model, _format(body, formats.MLFLOW_KEYS), body)
+
+
+@compat_router.post(
+    "/v1/models/{name}:predict", response_model=Predictions, responses=SCORING_ERRORS
+)
+def v1_predict(
+    name: str,
+    request: Request,
+    body: Annotated[dict[str, Any], Body(examples=[{"instances": IRIS_ROWS}])],
+) -> dict[str, Any]:
+    """KServe V1 predict: `{"instances": [[...], ...]}` → `{"predictions": [label, ...]}`."""
+    return answer(request, name, _format(body, ("instances", "inputs")), body, field="name")

@@ -1,0 +1,28 @@
+"""What a stored model takes and gives: its outputs and its name's versions (V2 metadata)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from service.repository.store import ModelStore
+
+MAX_VERSIONS = 1000
+"""Most versions of one name listed in V2 metadata."""
+
+
+def outputs_of(estimator: Any) -> list[str]:
+    """Point outputs this estimator gives: label and decision always, probability when it has it."""
+    out = ["label", "decision"]
+    if hasattr(estimator, "predict_proba"):
+        out.append("probability")
+    return out
+
+
+def describe(store: ModelStore, ref: str) -> dict[str, Any]:
+    """The record ``ref`` resolves to, its name's versions (oldest first) and its outputs."""
+    model_id = store.resolve(ref)
+    record = store.get_record(model_id)
+    estimator = store.load(model_id)
+    records, _ = store.list_records(name=record["name"], limit=MAX_VERSIONS)
+    versions = sorted({int(r["version"]) for r in records})
+    return {"record": record, "versions": versions, "outputs": outputs_of(estimator)}
