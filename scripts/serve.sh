@@ -8,5 +8,5 @@ if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e ".[service]"
+.venv/bin/python -m pip install --quiet -c constraints.txt -e ".[service]"
 exec .venv/bin/python -m service

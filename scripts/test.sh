@@ -20,7 +20,9 @@ if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e ".[service,test]"
+# constraints.txt pins the versions the suite was run with: a fresh resolve of this many extras
+# can backtrack for a long time (or into packages for Python 2), and CI must be reproducible
+.venv/bin/python -m pip install --quiet -c constraints.txt -e ".[service,test]"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 exec .venv/bin/python -m pytest "$@"
