@@ -20,20 +20,14 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from fastapi.routing import APIRoute
 from starlette.datastructures import QueryParams
 from starlette.requests import Request
 from starlette.responses import Response
 
+from service.api.content_types import CSV_MEDIA_TYPE, JSON_MEDIA_TYPE, BodyRoute, is_csv
 from service.errors import BadRequest, InvalidInput, detail
 
-CSV_MEDIA_TYPE = "text/csv"
 _INT = re.compile(r"^[+-]?\d{1,18}$")
-
-
-def is_csv(content_type: str | None) -> bool:
-    """True for ``text/csv`` (with or without parameters such as charset)."""
-    return bool(content_type) and content_type.split(";")[0].strip().lower() == CSV_MEDIA_TYPE
 
 
 def read_table(raw: bytes) -> tuple[list[str], list[list[str]]]:
@@ -42,6 +36,17 @@ def read_table(raw: bytes) -> tuple[list[str], list[list[str]]]:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise BadRequest("the CSV body is not UTF-8 text", [detail("body", "not UTF-8")]) from None
+    if text.strip() and "\n" not in text and "\r" not in text:
+        raise InvalidInput(
+            "the CSV body is one line: it has no line breaks between its rows",
+            [
+                detail(
+                    "body",
+                    "curl -d @file.csv strips the file's newlines; send it with "
+                    "--data-binary @file.csv",
+                )
+            ],
+        )
     try:
         table = [row for row in csv.reader(io.StringIO(text)) if row]
     except csv.Error:
@@ -158,8 +163,10 @@ class _ParsedRequest(Request):
         return self._payload
 
 
-class CsvRoute(APIRoute):
+class CsvRoute(BodyRoute):
     """A route that also accepts ``text/csv``, converted by ``CSV_PAYLOADS[path]``."""
+
+    accepted = (JSON_MEDIA_TYPE, CSV_MEDIA_TYPE)
 
     def get_route_handler(self) -> Callable[[Request], Any]:
         handler = super().get_route_handler()

@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query, Request, Response
 
+from service.api.content_types import BodyRoute
 from service.api.deps import StoreDep
 from service.api.openapi import error_responses
 from service.api.schemas.models import AliasUpdate, ModelList, ModelRecord, Posterior
@@ -13,7 +14,7 @@ from service.inference import predict as prediction
 from service.inference.plots import render_png
 from service.repository.registry import ALIAS_PATTERN, MODEL_ID_PATTERN, NAME_PATTERN
 
-router = APIRouter(prefix="/models", tags=["models"])
+router = APIRouter(prefix="/models", tags=["models"], route_class=BodyRoute)
 
 ModelId = Annotated[str, Path(pattern=MODEL_ID_PATTERN, max_length=34, description="Model id.")]
 Name = Annotated[str, Path(pattern=NAME_PATTERN, max_length=64, description="Model name.")]
