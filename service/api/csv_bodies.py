@@ -3,9 +3,9 @@
 A CSV body has a header row. For training, ``?model_type=`` names the model type and
 ``?target=`` the label column; every other column is a feature (its header is the feature name).
 Optional: ``?name=``, ``?params=<JSON object>``, ``?test_fraction=``, ``?background=true``.
-Labels that are all integers become integers, otherwise strings. For prediction, ``?model=``
-names the model and ``?outputs=`` (repeatable) the outputs; every column is a feature, and the
-header is used to put the columns in the model's order.
+Labels that are all whole numbers ("1", "1.0") become integers, otherwise strings. For
+prediction, ``?model=`` names the model and ``?outputs=`` (repeatable) the outputs; the header
+puts the columns in the model's order.
 
 ``CsvRoute`` turns such a body into the JSON payload of the route before FastAPI validates it, so
 both content types go through one schema and one set of checks.
@@ -27,7 +27,16 @@ from starlette.responses import Response
 from service.api.content_types import CSV_MEDIA_TYPE, JSON_MEDIA_TYPE, BodyRoute, is_csv
 from service.errors import BadRequest, InvalidInput, detail
 
-_INT = re.compile(r"^[+-]?\d{1,18}$")
+#: A whole number as a CSV cell may spell it: "1", "-2", "1.0", "0.00" (18 digits at most, so
+#: it fits int64; longer ones stay strings).
+_WHOLE = re.compile(r"^[+-]?(\d{1,18})(?:\.0*)?$")
+
+
+def as_labels(cells: list[str]) -> list[int] | list[str]:
+    """Labels of a CSV column: integers when every cell is a whole number, else the strings."""
+    if all(_WHOLE.match(cell) for cell in cells):
+        return [int(cell.split(".")[0]) for cell in cells]
+    return cells
 
 
 def read_table(raw: bytes) -> tuple[list[str], list[list[str]]]:
@@ -104,7 +113,7 @@ def train_payload(raw: bytes, query: QueryParams) -> dict[str, Any]:
     payload: dict[str, Any] = {
         "model_type": model_type,
         "X": parse_numbers(rows, features, names),
-        "y": [int(v) for v in labels] if all(_INT.match(v) for v in labels) else labels,
+        "y": as_labels(labels),
         "feature_names": names,
     }
     if query.get("name"):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from service.api.schemas.labels import Labels
 from service.repository.model_types import Registry, build_registry
 from service.repository.registry import NAME_PATTERN
 
@@ -29,8 +30,9 @@ class TrainRequestBase(BaseModel):
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
 
     X: Matrix = Field(description="Training rows, one list of numbers per sample.")
-    y: list[StrictInt | Annotated[StrictStr, Field(max_length=200)]] = Field(
-        description="One label per row: all integers or all strings."
+    y: Labels = Field(
+        description="One label per row: all integers (whole numbers such as 1.0 count) or all "
+        "strings."
     )
     feature_names: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = None
     name: str | None = Field(
