@@ -20,12 +20,13 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import QueryParams
 from starlette.requests import Request
 from starlette.responses import Response
 
 from service.api.content_types import CSV_MEDIA_TYPE, JSON_MEDIA_TYPE, BodyRoute, is_csv
-from service.errors import BadRequest, InvalidInput, detail
+from service.errors import ApiError, BadRequest, InvalidInput, detail
 
 #: A whole number as a CSV cell may spell it: "1", "-2", "1.0", "0.00" (18 digits at most, so
 #: it fits int64; longer ones stay strings).
@@ -72,12 +73,23 @@ def read_table(raw: bytes) -> tuple[list[str], list[list[str]]]:
     return header, table[1:]
 
 
-def parse_numbers(rows: list[list[str]], columns: list[int], names: list[str]) -> list[list[float]]:
-    """The chosen columns as floats (422 naming the cell when one is not a number)."""
+def parse_numbers(
+    rows: list[list[str]],
+    columns: list[int],
+    names: list[str],
+    unused: frozenset[int] = frozenset(),
+) -> list[list[float]]:
+    """The chosen columns as floats (422 naming the cell when one is not a number).
+
+    Columns in ``unused`` (positions in ``columns``) are not read: they hold 0.0, to be dropped.
+    """
     out = []
     for i, row in enumerate(rows):
         values = []
         for j, col in enumerate(columns):
+            if j in unused:
+                values.append(0.0)
+                continue
             try:
                 values.append(float(row[col]))
             except ValueError:
@@ -98,7 +110,7 @@ def _require(query: QueryParams, key: str) -> str:
     return value
 
 
-def train_payload(raw: bytes, query: QueryParams) -> dict[str, Any]:
+def train_payload(raw: bytes, query: QueryParams, store: Any = None) -> dict[str, Any]:
     """The ``POST /train`` JSON body equivalent to a CSV body and its query."""
     model_type, target = _require(query, "model_type"), _require(query, "target")
     header, rows = read_table(raw)
@@ -115,6 +127,7 @@ def train_payload(raw: bytes, query: QueryParams) -> dict[str, Any]:
         "X": parse_numbers(rows, features, names),
         "y": as_labels(labels),
         "feature_names": names,
+        "target": target,
     }
     if query.get("name"):
         payload["name"] = query["name"]
@@ -132,13 +145,33 @@ def train_payload(raw: bytes, query: QueryParams) -> dict[str, Any]:
     return payload
 
 
-def predict_payload(raw: bytes, query: QueryParams) -> dict[str, Any]:
-    """The ``POST /predict`` JSON body equivalent to a CSV body and its query."""
+def unused_columns(store: Any, model: str, header: list[str]) -> frozenset[int]:
+    """Positions of the columns the model does not use: its target, or any not among its features."""
+    if store is None:
+        return frozenset()
+    try:
+        record = store.get_record(store.resolve(model))
+    except ApiError:  # the predict itself reports the reference
+        return frozenset()
+    names, target = record.get("feature_names"), record.get("target")
+    if names:
+        features = set(names)
+        return frozenset(j for j, column in enumerate(header) if column not in features)
+    return frozenset(j for j, column in enumerate(header) if column == target)
+
+
+def predict_payload(raw: bytes, query: QueryParams, store: Any = None) -> dict[str, Any]:
+    """The ``POST /predict`` JSON body equivalent to a CSV body and its query.
+
+    Columns the model does not use (``unused_columns``) are not parsed, so a non-numeric target
+    column does no harm; the predict leaves them out and lists them in ``dropped_columns``.
+    """
     model = _require(query, "model")
     header, rows = read_table(raw)
+    unused = unused_columns(store, model, header)
     payload: dict[str, Any] = {
         "model": model,
-        "X": parse_numbers(rows, list(range(len(header))), header),
+        "X": parse_numbers(rows, list(range(len(header))), header, unused),
         "feature_names": header,
     }
     if query.getlist("outputs"):
@@ -148,7 +181,8 @@ def predict_payload(raw: bytes, query: QueryParams) -> dict[str, Any]:
     return payload
 
 
-CSV_PAYLOADS: dict[str, Callable[[bytes, QueryParams], dict[str, Any]]] = {
+#: Converters by route path: (body, query, the app's model store or None) -> JSON payload.
+CSV_PAYLOADS: dict[str, Callable[[bytes, QueryParams, Any], dict[str, Any]]] = {
     "/train": train_payload,
     "/predict": predict_payload,
 }
@@ -186,7 +220,9 @@ class CsvRoute(BodyRoute):
         async def csv_handler(request: Request) -> Response:
             if is_csv(request.headers.get("content-type")):
                 raw = await request.body()
-                request = _ParsedRequest(request, raw, convert(raw, request.query_params))
+                store = getattr(request.app.state, "store", None)
+                payload = await run_in_threadpool(convert, raw, request.query_params, store)
+                request = _ParsedRequest(request, raw, payload)
             return await handler(request)
 
         return csv_handler

@@ -134,6 +134,7 @@ def prepare_task(request: Any, settings: Settings, registry: Registry) -> TrainT
     task.meta = {
         "name": request.name or request.model_type,
         "feature_names": feature_names,
+        "target": getattr(request, "target", None),
         "random_state": seed,
         "evaluation": evaluation,
     }
@@ -170,6 +171,7 @@ def build_record(task: TrainTask, result: FitResult) -> dict[str, Any]:
             "classes": estimator.classes_.tolist(),
             "n_features": int(estimator.n_features_in_),
             "feature_names": task.meta["feature_names"],
+            "target": task.meta.get("target"),
             "training": result.training,
             "metrics": metrics,
             "created_at": datetime.now(UTC).isoformat(timespec="milliseconds"),

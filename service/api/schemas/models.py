@@ -64,6 +64,9 @@ class ModelRecord(BaseModel):
     classes: list[Label]
     n_features: int
     feature_names: list[str] | None = None
+    target: str | None = Field(
+        None, description="Name of the label column, when known (CSV ?target=, or `target`)."
+    )
     training: TrainingInfo
     metrics: ModelMetrics
     created_at: str = Field(description="UTC time of storage, ISO 8601.")

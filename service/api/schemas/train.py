@@ -35,6 +35,13 @@ class TrainRequestBase(BaseModel):
         "strings."
     )
     feature_names: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = None
+    target: str | None = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        description="Name of the label column (a CSV body's ?target=); the record keeps it, and "
+        "/predict leaves that column out of rows named by feature_names.",
+    )
     name: str | None = Field(
         None, pattern=NAME_PATTERN, description="Model name; defaults to the model type."
     )
