@@ -228,19 +228,28 @@ class CsvRoute(BodyRoute):
         return csv_handler
 
 
-def csv_openapi(body: str, query: dict[str, str], arrays: tuple[str, ...] = ()) -> dict[str, Any]:
-    """``openapi_extra`` declaring the CSV body and its (CSV-only) query parameters."""
+def csv_openapi(
+    body: str,
+    query: dict[str, str],
+    arrays: tuple[str, ...] = (),
+    example: str | None = None,
+    query_examples: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """``openapi_extra`` declaring the CSV body (with an example) and its CSV-only query."""
     string: dict[str, Any] = {"type": "string"}
-    return {
-        "requestBody": {"content": {CSV_MEDIA_TYPE: {"schema": {**string, "description": body}}}},
-        "parameters": [
-            {
-                "name": name,
-                "in": "query",
-                "required": False,
-                "schema": {"type": "array", "items": string} if name in arrays else string,
-                "description": f"text/csv only: {text}",
-            }
-            for name, text in query.items()
-        ],
-    }
+    media: dict[str, Any] = {"schema": {**string, "description": body}}
+    if example is not None:
+        media["example"] = example
+    parameters = []
+    for name, text in query.items():
+        parameter = {
+            "name": name,
+            "in": "query",
+            "required": False,
+            "schema": {"type": "array", "items": string} if name in arrays else string,
+            "description": f"text/csv only: {text}",
+        }
+        if name in (query_examples or {}):
+            parameter["example"] = (query_examples or {})[name]
+        parameters.append(parameter)
+    return {"requestBody": {"content": {CSV_MEDIA_TYPE: media}}, "parameters": parameters}

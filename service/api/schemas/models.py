@@ -91,9 +91,9 @@ class ModelList(BaseModel):
 class AliasUpdate(BaseModel):
     """Which version an alias should point at."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"version": 1}]})
 
-    version: int = Field(ge=1, le=10**9)
+    version: int = Field(ge=1, le=10**9, examples=[1])
 
 
 class CoefficientSummary(BaseModel):
