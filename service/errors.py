@@ -12,6 +12,7 @@ Hierarchy::
      │    ├── NameSchemaConflict 409 NAME_SCHEMA_CONFLICT (a name keeps one type and feature set)
      │    └── ArtifactRefused    409 ARTIFACT_REFUSED (integrity check failed; never unpickled)
      ├── PayloadTooLarge         413 PAYLOAD_TOO_LARGE
+     ├── UnsupportedMediaType    415 UNSUPPORTED_MEDIA_TYPE (a body neither JSON nor CSV)
      ├── InvalidInput            422 INVALID_INPUT (fields or data)
      │    ├── TrainingTimeout    422 TRAINING_TIMEOUT
      │    └── TrainingOutOfMemory 422 TRAINING_OUT_OF_MEMORY (over BSVM_WORKER_MEMORY_MB)
@@ -86,6 +87,10 @@ class Conflict(ApiError):
 
 class PayloadTooLarge(ApiError):
     status_code, code = 413, "PAYLOAD_TOO_LARGE"
+
+
+class UnsupportedMediaType(ApiError):
+    status_code, code = 415, "UNSUPPORTED_MEDIA_TYPE"
 
 
 class InvalidInput(ApiError):

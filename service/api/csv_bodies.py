@@ -3,9 +3,9 @@
 A CSV body has a header row. For training, ``?model_type=`` names the model type and
 ``?target=`` the label column; every other column is a feature (its header is the feature name).
 Optional: ``?name=``, ``?params=<JSON object>``, ``?test_fraction=``, ``?background=true``.
-Labels that are all integers become integers, otherwise strings. For prediction, ``?model=``
-names the model and ``?outputs=`` (repeatable) the outputs; every column is a feature, and the
-header is used to put the columns in the model's order.
+Labels that are all whole numbers ("1", "1.0") become integers, otherwise strings. For
+prediction, ``?model=`` names the model and ``?outputs=`` (repeatable) the outputs; the header
+puts the columns in the model's order.
 
 ``CsvRoute`` turns such a body into the JSON payload of the route before FastAPI validates it, so
 both content types go through one schema and one set of checks.
@@ -20,20 +20,24 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from fastapi.routing import APIRoute
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import QueryParams
 from starlette.requests import Request
 from starlette.responses import Response
 
-from service.errors import BadRequest, InvalidInput, detail
+from service.api.content_types import CSV_MEDIA_TYPE, JSON_MEDIA_TYPE, BodyRoute, is_csv
+from service.errors import ApiError, BadRequest, InvalidInput, detail
 
-CSV_MEDIA_TYPE = "text/csv"
-_INT = re.compile(r"^[+-]?\d{1,18}$")
+#: A whole number as a CSV cell may spell it: "1", "-2", "1.0", "0.00" (18 digits at most, so
+#: it fits int64; longer ones stay strings).
+_WHOLE = re.compile(r"^[+-]?(\d{1,18})(?:\.0*)?$")
 
 
-def is_csv(content_type: str | None) -> bool:
-    """True for ``text/csv`` (with or without parameters such as charset)."""
-    return bool(content_type) and content_type.split(";")[0].strip().lower() == CSV_MEDIA_TYPE
+def as_labels(cells: list[str]) -> list[int] | list[str]:
+    """Labels of a CSV column: integers when every cell is a whole number, else the strings."""
+    if all(_WHOLE.match(cell) for cell in cells):
+        return [int(cell.split(".")[0]) for cell in cells]
+    return cells
 
 
 def read_table(raw: bytes) -> tuple[list[str], list[list[str]]]:
@@ -42,6 +46,17 @@ def read_table(raw: bytes) -> tuple[list[str], list[list[str]]]:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise BadRequest("the CSV body is not UTF-8 text", [detail("body", "not UTF-8")]) from None
+    if text.strip() and "\n" not in text and "\r" not in text:
+        raise InvalidInput(
+            "the CSV body is one line: it has no line breaks between its rows",
+            [
+                detail(
+                    "body",
+                    "curl -d @file.csv strips the file's newlines; send it with "
+                    "--data-binary @file.csv",
+                )
+            ],
+        )
     try:
         table = [row for row in csv.reader(io.StringIO(text)) if row]
     except csv.Error:
@@ -79,12 +94,23 @@ def check_distinct(header: list[str]) -> None:
         seen.add(name)
 
 
-def parse_numbers(rows: list[list[str]], columns: list[int], names: list[str]) -> list[list[float]]:
-    """The chosen columns as floats (422 naming the cell when one is not a number)."""
+def parse_numbers(
+    rows: list[list[str]],
+    columns: list[int],
+    names: list[str],
+    unused: frozenset[int] = frozenset(),
+) -> list[list[float]]:
+    """The chosen columns as floats (422 naming the cell when one is not a number).
+
+    Columns in ``unused`` (positions in ``columns``) are not read: they hold 0.0, to be dropped.
+    """
     out = []
     for i, row in enumerate(rows):
         values = []
         for j, col in enumerate(columns):
+            if j in unused:
+                values.append(0.0)
+                continue
             try:
                 values.append(float(row[col]))
             except ValueError:
@@ -105,7 +131,7 @@ def _require(query: QueryParams, key: str) -> str:
     return value
 
 
-def train_payload(raw: bytes, query: QueryParams) -> dict[str, Any]:
+def train_payload(raw: bytes, query: QueryParams, store: Any = None) -> dict[str, Any]:
     """The ``POST /train`` JSON body equivalent to a CSV body and its query."""
     model_type, target = _require(query, "model_type"), _require(query, "target")
     header, rows = read_table(raw)
@@ -126,8 +152,9 @@ def train_payload(raw: bytes, query: QueryParams) -> dict[str, Any]:
     payload: dict[str, Any] = {
         "model_type": model_type,
         "X": parse_numbers(rows, features, names),
-        "y": [int(v) for v in labels] if all(_INT.match(v) for v in labels) else labels,
+        "y": as_labels(labels),
         "feature_names": names,
+        "target": target,
     }
     if query.get("name"):
         payload["name"] = query["name"]
@@ -145,14 +172,34 @@ def train_payload(raw: bytes, query: QueryParams) -> dict[str, Any]:
     return payload
 
 
-def predict_payload(raw: bytes, query: QueryParams) -> dict[str, Any]:
-    """The ``POST /predict`` JSON body equivalent to a CSV body and its query."""
+def unused_columns(store: Any, model: str, header: list[str]) -> frozenset[int]:
+    """Positions of the columns the model does not use: its target, or any not among its features."""
+    if store is None:
+        return frozenset()
+    try:
+        record = store.get_record(store.resolve(model))
+    except ApiError:  # the predict itself reports the reference
+        return frozenset()
+    names, target = record.get("feature_names"), record.get("target")
+    if names:
+        features = set(names)
+        return frozenset(j for j, column in enumerate(header) if column not in features)
+    return frozenset(j for j, column in enumerate(header) if column == target)
+
+
+def predict_payload(raw: bytes, query: QueryParams, store: Any = None) -> dict[str, Any]:
+    """The ``POST /predict`` JSON body equivalent to a CSV body and its query.
+
+    Columns the model does not use (``unused_columns``) are not parsed, so a non-numeric target
+    column does no harm; the predict leaves them out and lists them in ``dropped_columns``.
+    """
     model = _require(query, "model")
     header, rows = read_table(raw)
     check_distinct(header)
+    unused = unused_columns(store, model, header)
     payload: dict[str, Any] = {
         "model": model,
-        "X": parse_numbers(rows, list(range(len(header))), header),
+        "X": parse_numbers(rows, list(range(len(header))), header, unused),
         "feature_names": header,
     }
     if query.getlist("outputs"):
@@ -162,7 +209,8 @@ def predict_payload(raw: bytes, query: QueryParams) -> dict[str, Any]:
     return payload
 
 
-CSV_PAYLOADS: dict[str, Callable[[bytes, QueryParams], dict[str, Any]]] = {
+#: Converters by route path: (body, query, the app's model store or None) -> JSON payload.
+CSV_PAYLOADS: dict[str, Callable[[bytes, QueryParams, Any], dict[str, Any]]] = {
     "/train": train_payload,
     "/predict": predict_payload,
 }
@@ -186,8 +234,10 @@ class _ParsedRequest(Request):
         return self._payload
 
 
-class CsvRoute(APIRoute):
+class CsvRoute(BodyRoute):
     """A route that also accepts ``text/csv``, converted by ``CSV_PAYLOADS[path]``."""
+
+    accepted = (JSON_MEDIA_TYPE, CSV_MEDIA_TYPE)
 
     def get_route_handler(self) -> Callable[[Request], Any]:
         handler = super().get_route_handler()
@@ -198,25 +248,36 @@ class CsvRoute(APIRoute):
         async def csv_handler(request: Request) -> Response:
             if is_csv(request.headers.get("content-type")):
                 raw = await request.body()
-                request = _ParsedRequest(request, raw, convert(raw, request.query_params))
+                store = getattr(request.app.state, "store", None)
+                payload = await run_in_threadpool(convert, raw, request.query_params, store)
+                request = _ParsedRequest(request, raw, payload)
             return await handler(request)
 
         return csv_handler
 
 
-def csv_openapi(body: str, query: dict[str, str], arrays: tuple[str, ...] = ()) -> dict[str, Any]:
-    """``openapi_extra`` declaring the CSV body and its (CSV-only) query parameters."""
+def csv_openapi(
+    body: str,
+    query: dict[str, str],
+    arrays: tuple[str, ...] = (),
+    example: str | None = None,
+    query_examples: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """``openapi_extra`` declaring the CSV body (with an example) and its CSV-only query."""
     string: dict[str, Any] = {"type": "string"}
-    return {
-        "requestBody": {"content": {CSV_MEDIA_TYPE: {"schema": {**string, "description": body}}}},
-        "parameters": [
-            {
-                "name": name,
-                "in": "query",
-                "required": False,
-                "schema": {"type": "array", "items": string} if name in arrays else string,
-                "description": f"text/csv only: {text}",
-            }
-            for name, text in query.items()
-        ],
-    }
+    media: dict[str, Any] = {"schema": {**string, "description": body}}
+    if example is not None:
+        media["example"] = example
+    parameters = []
+    for name, text in query.items():
+        parameter = {
+            "name": name,
+            "in": "query",
+            "required": False,
+            "schema": {"type": "array", "items": string} if name in arrays else string,
+            "description": f"text/csv only: {text}",
+        }
+        if name in (query_examples or {}):
+            parameter["example"] = (query_examples or {})[name]
+        parameters.append(parameter)
+    return {"requestBody": {"content": {CSV_MEDIA_TYPE: media}}, "parameters": parameters}

@@ -5,7 +5,7 @@ The committed file is written by ``service.api.document`` (``scripts/gen_openapi
 Routes declare their own error statuses with ``responses=error_responses(404, 409, 422)``; the
 statuses every route can give (401 when keys are set, 400 for an unparseable body, 405 with
 ``Allow`` for another method of the path, 408 for a body that stops arriving, 413 from the body
-cap, 500) are added to every operation here, and FastAPI's own 422 schema is replaced by the one envelope.
+cap, 415 for a body of another media type, 500) are added to every operation here, and FastAPI's own 422 schema is replaced by the one envelope.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ ERROR_DESCRIPTIONS = {
     408: "The body stopped arriving for BSVM_BODY_TIMEOUT_S seconds.",
     409: "The model cannot do that.",
     413: "The body is larger than BSVM_MAX_BODY_MB.",
+    415: "The body is neither application/json nor (where accepted) text/csv.",
     422: "Invalid fields or data.",
     429: "Too many trainings at once; retry after Retry-After seconds.",
     500: "Unexpected server error (details in the server log under the request id).",
@@ -85,7 +86,7 @@ def _with_app_wide_statuses(doc: dict[str, Any]) -> dict[str, Any]:
             if operation.get("security"):
                 statuses.append(401)
             if "requestBody" in operation:
-                statuses.append(400)  # a body that cannot be parsed
+                statuses += [400, 415]  # a body that cannot be parsed, or of another type
             if "requestBody" in operation:
                 statuses.append(408)  # the body stopped arriving
             for status in statuses:

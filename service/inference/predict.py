@@ -46,17 +46,37 @@ def reorder_columns(
     X: np.ndarray, given: Sequence[str] | None, expected: Sequence[str] | None
 ) -> np.ndarray:
     """Columns of ``X`` (named ``given``) in the model's order ``expected``; 422 when they differ."""
-    if given is None or expected is None or list(given) == list(expected):
-        return X
+    return select_columns(X, given, expected)[0]
+
+
+def select_columns(
+    X: np.ndarray,
+    given: Sequence[str] | None,
+    expected: Sequence[str] | None,
+    target: str | None = None,
+) -> tuple[np.ndarray, list[str]]:
+    """The model's columns of ``X`` in its order, and the names of the columns left out.
+
+    Columns are matched by name when both ``given`` and ``expected`` are known (422 when one is
+    missing); a model without feature names only leaves out its ``target`` column, if sent.
+    """
+    if given is None or list(given) == list(expected or ()):
+        return X, []
     given = check_feature_names(given, X.shape[1])
-    missing = sorted(set(expected) - set(given))
-    if missing:
-        raise InvalidInput(
-            "columns do not match the model's features",
-            [detail("feature_names", f"missing {missing[:10]}")],
-        )
-    position = {name: j for j, name in enumerate(given)}
-    return X[:, [position[name] for name in expected]]
+    if expected is None:
+        keep = [j for j, name in enumerate(given) if name != target]
+    else:
+        missing = sorted(set(expected) - set(given))
+        if missing:
+            raise InvalidInput(
+                "columns do not match the model's features",
+                [detail("feature_names", f"missing {missing[:10]}")],
+            )
+        position = {name: j for j, name in enumerate(given)}
+        keep = [position[name] for name in expected]
+    kept = set(keep)
+    dropped = [name for j, name in enumerate(given) if j not in kept]
+    return (X[:, keep] if dropped or keep != list(range(len(given))) else X), dropped
 
 
 def _interval(estimator: Any, X: np.ndarray, level: float, budget: float) -> dict[str, Any]:
@@ -76,7 +96,9 @@ def predict(store: ModelStore, settings: Settings, body: Any) -> dict[str, Any]:
     model_id = store.resolve(body.model)
     record = store.get_record(model_id)
     X = as_matrix(body.X, settings)
-    X = reorder_columns(X, body.feature_names, record.get("feature_names"))
+    X, dropped = select_columns(
+        X, body.feature_names, record.get("feature_names"), record.get("target")
+    )
     check_n_features(X, int(record["n_features"]))
     estimator = store.load(model_id)
     outputs = {OUTPUT_KEYS.get(name, name) for name in body.outputs}
@@ -101,6 +123,7 @@ def predict(store: ModelStore, settings: Settings, body: Any) -> dict[str, Any]:
         "name": record["name"],
         "version": record["version"],
         "classes": record["classes"],
+        "dropped_columns": dropped,
     }
     budget = settings.predict_memory_mb * 2**20
     per_row = row_bytes(estimator, X.shape[1])

@@ -102,16 +102,16 @@ class EMParams(_BayesBase):
 class ECMEParams(EMParams):
     """Bayesian SVM, posterior mode by ECME (ν learned under a Gamma(a_ν, b_ν) prior on ν^-α)."""
 
-    a_nu: float = Field(1.0, gt=0.0, le=1e6)
-    b_nu: float = Field(1.0, gt=0.0, le=1e6)
+    a_nu: float = Field(1.0, ge=1e-100, le=1e6)
+    b_nu: float = Field(1.0, ge=1e-100, le=1e6)
 
 
 class MCMCParams(_BayesBase):
     """Bayesian SVM, posterior draws by Gibbs sampling."""
 
     learn_nu: bool = False
-    a_nu: float = Field(1.0, gt=0.0, le=1e6)
-    b_nu: float = Field(1.0, gt=0.0, le=1e6)
+    a_nu: float = Field(1.0, ge=1e-100, le=1e6)
+    b_nu: float = Field(1.0, ge=1e-100, le=1e6)
     n_draws: int = Field(2000, ge=10, le=100_000)
     burn_in: int = Field(500, ge=0, le=100_000)
     n_chains: int = Field(4, ge=1, le=16)

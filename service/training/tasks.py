@@ -164,12 +164,12 @@ def prepare_task(request: Any, settings: Settings, registry: Registry) -> TrainT
     task.meta = {
         "name": request.name or request.model_type,
         "feature_names": feature_names,
+        "target": getattr(request, "target", None),
         "random_state": seed,
         "evaluation": evaluation,
         "tags": dict(request.tags or {}),
         "description": request.description,
         "replace_schema": bool(request.replace_schema),
-        "target": getattr(request, "target", None),
         "preprocess": preprocess,
     }
     return task
@@ -229,6 +229,7 @@ def build_record(task: TrainTask, result: FitResult) -> dict[str, Any]:
             "preprocess": task.meta.get("preprocess", "none"),
             "description": task.meta.get("description"),
             "signature": signature(task, estimator),
+            "target": task.meta.get("target"),
             "training": result.training,
             "metrics": metrics,
             "created_at": datetime.now(UTC).isoformat(timespec="milliseconds"),

@@ -63,7 +63,7 @@ def manager(settings):
 def test_fit_runs_in_another_process_and_is_stored(manager, tmp_path):
     pid_file = tmp_path / "pid"
     job = manager.submit(slow_task(pid_file=str(pid_file)))
-    assert job["status"] == "queued" and job["progress"] == 0.0
+    assert job["status"] in ("queued", "running")  # a free slot may claim it at once
     record = manager.wait(job["job_id"])
     assert int(pid_file.read_text()) != os.getpid()
     view = manager.get(job["job_id"])

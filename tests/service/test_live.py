@@ -103,6 +103,7 @@ def test_readme_curl_examples_run_against_a_live_server(tmp_path):
         assert codes == ["CONFLICT"], result.stdout
         assert '"predictions":["setosa","virginica"]' in result.stdout
         assert '"probabilities":[[' in result.stdout
+        assert '"dropped_columns":["row_id","species"]' in result.stdout
         assert '"rhat":' in result.stdout and '"intervals":{' in result.stdout
         png = tmp_path / "coef.png"
         assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Body, Request
 
 from service.api.csv_bodies import csv_openapi
 from service.api.deps import GateDep, SettingsDep, StoreDep
+from service.api.examples import DEFAULT_MODEL, PREDICT_CSV, PREDICT_EXAMPLES
 from service.api.openapi import error_responses
 from service.api.protocols import CSV_RESPONSE, ProtocolRoute, respond, with_model_query
 from service.api.schemas.predict import PredictRequest, PredictResponse
@@ -27,10 +28,22 @@ CSV_QUERY = {
     "/predict",
     response_model=PredictResponse,
     responses={**error_responses(400, 404, 409, 422, 503), **CSV_RESPONSE},
-    openapi_extra=with_model_query(csv_openapi(CSV_BODY, CSV_QUERY, arrays=("outputs",))),
+    openapi_extra=with_model_query(
+        csv_openapi(
+            CSV_BODY,
+            CSV_QUERY,
+            arrays=("outputs",),
+            example=PREDICT_CSV,
+            query_examples={"model": DEFAULT_MODEL},
+        )
+    ),
 )
 def predict(
-    body: PredictRequest, request: Request, store: StoreDep, settings: SettingsDep, gate: GateDep
+    body: Annotated[PredictRequest, Body(openapi_examples=PREDICT_EXAMPLES)],
+    request: Request,
+    store: StoreDep,
+    settings: SettingsDep,
+    gate: GateDep,
 ) -> Any:
     """Score rows (JSON or CSV) with a model given by id, name, name@alias or name:version.
 

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Request
+from fastapi import APIRouter, Body, Header, Request
 from fastapi.responses import JSONResponse
 
 from service.api.csv_bodies import CsvRoute, csv_openapi
 from service.api.deps import JobsDep, RegistryDep, SettingsDep, StoreDep
+from service.api.examples import DEFAULT_MODEL, IRIS_CSV, train_examples
 from service.api.openapi import error_responses
 from service.api.schemas.jobs import JobView
 from service.api.schemas.models import ModelRecord
 from service.api.schemas.train import TrainRequest
+from service.repository.model_types import build_registry
 from service.training.tasks import prepare_task
 
 router = APIRouter(tags=["train"], route_class=CsvRoute)
@@ -46,10 +48,18 @@ def wants_async(body: Any, prefer: str | None) -> bool:
     status_code=201,
     response_model=ModelRecord,
     responses={202: ACCEPTED, **error_responses(400, 409, 422, 429, 503)},
-    openapi_extra=csv_openapi(CSV_BODY, CSV_QUERY),
+    openapi_extra=csv_openapi(
+        CSV_BODY,
+        CSV_QUERY,
+        example=IRIS_CSV,
+        query_examples={"model_type": "lda", "target": "species", "name": DEFAULT_MODEL},
+    ),
 )
 def train(
-    body: TrainRequest,
+    body: Annotated[
+        TrainRequest,
+        Body(discriminator="model_type", openapi_examples=train_examples(build_registry())),
+    ],
     request: Request,
     settings: SettingsDep,
     registry: RegistryDep,

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Body, Query, Request
 from fastapi.responses import JSONResponse
 
 from service import __version__
+from service.api.content_types import BodyRoute
 from service.api.deps import StoreDep
 from service.api.openapi import error_responses
 from service.api.protocols import answer
@@ -33,8 +34,8 @@ from service.inference import formats
 from service.inference.signature import describe
 
 health_router = APIRouter(prefix="/v2/health", tags=["open inference protocol"])
-router = APIRouter(tags=["open inference protocol"])
-compat_router = APIRouter(tags=["mlflow and kserve v1"])
+router = APIRouter(tags=["open inference protocol"], route_class=BodyRoute)
+compat_router = APIRouter(tags=["mlflow and kserve v1"], route_class=BodyRoute)
 
 SCORING_ERRORS = error_responses(400, 404, 409, 422, 503)
 MODEL_ERRORS = error_responses(404, 409, 422, 503)

@@ -132,6 +132,9 @@ class ModelRecord(BaseModel):
     classes: list[Label]
     n_features: int
     feature_names: list[str] | None = None
+    target: str | None = Field(
+        None, description="Name of the label column, when known (CSV ?target=, or `target`)."
+    )
     training: TrainingInfo
     metrics: ModelMetrics
     created_at: str = Field(description="UTC time of storage, ISO 8601.")
@@ -173,9 +176,9 @@ class AliasList(BaseModel):
 class AliasUpdate(BaseModel):
     """Which version an alias should point at."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"version": 1}]})
 
-    version: int = Field(ge=1, le=MAX_VERSION)
+    version: int = Field(ge=1, le=MAX_VERSION, examples=[1])
 
 
 class CoefficientSummary(BaseModel):

@@ -78,3 +78,8 @@ class PredictResponse(BaseModel):
     )
     probabilities: list[list[float]] | None = None
     intervals: Interval | None = None
+    dropped_columns: list[str] = Field(
+        default_factory=list,
+        description="Columns sent (named by feature_names or the CSV header) that the model does "
+        "not use and that were left out, e.g. its target column; empty when every column was used.",
+    )

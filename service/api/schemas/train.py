@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from service.api.schemas.common import Matrix
+from service.api.schemas.labels import Labels
 from service.repository.model_types import Registry, build_registry
 from service.repository.registry import NAME_PATTERN
 
@@ -47,10 +48,19 @@ class TrainRequestBase(BaseModel):
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
 
     X: Matrix = Field(description="Training rows, one list of numbers per sample.")
-    y: list[StrictInt | Annotated[StrictStr, Field(max_length=200)]] = Field(
-        min_length=1, description="One label per row: all integers or all strings."
+    y: Labels = Field(
+        min_length=1,
+        description="One label per row: all integers (whole numbers such as 1.0 count) or all "
+        "strings.",
     )
     feature_names: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = None
+    target: str | None = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        description="Name of the label column (a CSV body's ?target=); the record keeps it, and "
+        "/predict leaves that column out of rows named by feature_names.",
+    )
     name: str | None = Field(
         None, pattern=NAME_PATTERN, description="Model name; defaults to the model type."
     )
