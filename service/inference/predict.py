@@ -42,13 +42,6 @@ def _labels(values: Any) -> list[Any]:
     return np.asarray(values).tolist()
 
 
-def reorder_columns(
-    X: np.ndarray, given: Sequence[str] | None, expected: Sequence[str] | None
-) -> np.ndarray:
-    """Columns of ``X`` (named ``given``) in the model's order ``expected``; 422 when they differ."""
-    return select_columns(X, given, expected)[0]
-
-
 def select_columns(
     X: np.ndarray,
     given: Sequence[str] | None,

@@ -136,16 +136,6 @@ class ModelRegistry:
                 raise NotFound(f"no model with id {model_id!r}")
             return self._record(conn, row)
 
-    def artifact_bytes(self, model_id: str) -> int:
-        """Size of ``model_id``'s artifact as recorded (404 when unknown)."""
-        with self.db.read() as conn:
-            size = conn.execute(
-                select(models.c.artifact_bytes).where(models.c.model_id == model_id)
-            ).scalar()
-        if size is None:
-            raise NotFound(f"no model with id {model_id!r}")
-        return int(size)
-
     def list_records(
         self,
         name: str | None = None,
@@ -239,11 +229,6 @@ class ModelRegistry:
                 rows = conn.execute(select(models.c.model_id).where(models.c.model_id.in_(chunk)))
                 found.update(r[0] for r in rows)
         return found
-
-    def count(self) -> int:
-        """Number of models."""
-        with self.db.read() as conn:
-            return int(conn.execute(select(func.count()).select_from(models)).scalar() or 0)
 
     # -- writing -------------------------------------------------------------------------------
     @staticmethod
