@@ -165,7 +165,9 @@ class JobQueue:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._last_purge = 0.0
+        self._last_purge = self._last_reap = self._last_renewal = 0.0
+        # leases are renewed, and expired ones looked for, a fifth of a lease apart (at most 1 s)
+        self._renew_every = min(settings.job_lease_s / 5, 1.0)
         self._dispatcher = threading.Thread(target=self._loop, name="job-dispatcher", daemon=True)
 
     def start(self) -> JobQueue:
@@ -383,15 +385,19 @@ class JobQueue:
             mine = list(self._running.values())
         if not mine:
             return
-        lease = time.time() + self.settings.job_lease_s
-        with self.db.write() as conn:
-            for running in mine:
-                conn.execute(
-                    update(jobs)
-                    .where(and_(jobs.c.job_id == running.job_id, jobs.c.owner == self.owner))
-                    .where(jobs.c.status == "running")
-                    .values(lease_expires=lease, progress=running.progress)
-                )
+        now = time.time()
+        if now - self._last_renewal >= self._renew_every:
+            self._last_renewal = now
+            lease = now + self.settings.job_lease_s
+            with self.db.write() as conn:
+                for running in mine:
+                    conn.execute(
+                        update(jobs)
+                        .where(and_(jobs.c.job_id == running.job_id, jobs.c.owner == self.owner))
+                        .where(jobs.c.status == "running")
+                        .values(lease_expires=lease, progress=running.progress)
+                    )
+        with self.db.read() as conn:  # cancel flags are read every tick: a cancel acts at once
             rows = conn.execute(
                 select(jobs.c.job_id, jobs.c.cancel_requested, jobs.c.owner, jobs.c.status).where(
                     jobs.c.job_id.in_([r.job_id for r in mine])
@@ -409,7 +415,15 @@ class JobQueue:
     def _reap(self) -> None:
         """Re-queue (or fail) jobs whose owner stopped renewing; forget old finished jobs."""
         now = time.time()
+        if now - self._last_reap < self._renew_every:
+            return
+        self._last_reap = now
         expired = and_(jobs.c.status == "running", jobs.c.lease_expires < now)
+        with self.db.read() as conn:  # the common case: nothing expired, and no write lock taken
+            any_expired = conn.execute(select(jobs.c.job_id).where(expired).limit(1)).first()
+        if any_expired is None:
+            self._purge(now)
+            return
         with self.db.write() as conn:
             requeued = conn.execute(
                 update(jobs)
@@ -432,6 +446,10 @@ class JobQueue:
                     "(see its log); the training was given up, send it again or with less work"
                 ),
             )
+        self._purge(now)
+
+    def _purge(self, now: float) -> None:
+        """Forget jobs that ended more than ``job_ttl_s`` ago (at most every ``PURGE_EVERY_S``)."""
         if now - self._last_purge > min(PURGE_EVERY_S, self.settings.job_ttl_s / 2):
             self._last_purge = now
             horizon = now - self.settings.job_ttl_s
