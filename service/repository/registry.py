@@ -113,18 +113,19 @@ class ModelRegistry:
 
     # -- reading -------------------------------------------------------------------------------
     @staticmethod
-    def _aliases_of(conn: Connection, name: str, version: int) -> list[str]:
-        rows = conn.execute(
-            select(aliases.c.alias).where(
-                and_(aliases.c.name == name, aliases.c.version == version)
-            )
-        )
-        return sorted(r[0] for r in rows)
-
-    def _record(self, conn: Connection, row: Any) -> dict[str, Any]:
-        record = json.loads(row.record)
-        record["aliases"] = self._aliases_of(conn, row.name, row.version)
-        return record
+    def _records(conn: Connection, rows: list[Any]) -> list[dict[str, Any]]:
+        """The records of model ``rows`` with their aliases, read in one query for all of them."""
+        pointed: dict[tuple[str, int], list[str]] = {}
+        names_read = sorted({row.name for row in rows})
+        if names_read:
+            for alias in conn.execute(select(aliases).where(aliases.c.name.in_(names_read))):
+                pointed.setdefault((alias.name, alias.version), []).append(alias.alias)
+        out = []
+        for row in rows:
+            record = json.loads(row.record)
+            record["aliases"] = sorted(pointed.get((row.name, row.version), []))
+            out.append(record)
+        return out
 
     def get_record(self, model_id: str) -> dict[str, Any]:
         """The record of ``model_id`` (404 when unknown)."""
@@ -134,7 +135,7 @@ class ModelRegistry:
             row = conn.execute(select(models).where(models.c.model_id == model_id)).first()
             if row is None:
                 raise NotFound(f"no model with id {model_id!r}")
-            return self._record(conn, row)
+            return self._records(conn, [row])[0]
 
     def list_records(
         self,
@@ -180,7 +181,7 @@ class ModelRegistry:
                 .limit(limit)
                 .offset(offset)
             ).all()
-            return [self._record(conn, row) for row in rows], int(total or 0)
+            return self._records(conn, rows), int(total or 0)
 
     def resolve(self, ref: str, field: str = "model") -> str:
         """Model id of ``ref``: an id, ``name`` (latest version), ``name@alias`` or ``name:version``."""
