@@ -4,7 +4,7 @@ One uvicorn worker (``python -m service``) on a free loopback port with a tempor
 a KernelSVM (rbf, C = 1) trained on scikit-learn's standardised breast-cancer data; then
 ``--clients`` asyncio httpx clients, each posting one row at a time for ``--seconds``. Run::
 
-    .venv/bin/python bench/load_predict.py --clients 32 --seconds 20
+    .venv/bin/python -m bench.load_predict --clients 32 --seconds 20
 
 The clients share the machine with the server, so on few cores the numbers are a floor.
 """
@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,43 +24,11 @@ import numpy as np
 from sklearn.datasets import load_breast_cancer
 from sklearn.preprocessing import StandardScaler
 
+from bench.server import start_server, stop_server
+
 ROOT = Path(__file__).resolve().parent.parent
 MODEL_TYPE = "kernel_svm"
 PARAMS = {"C": 1.0, "kernel": "rbf", "gamma": "scale"}
-
-
-def free_port() -> int:
-    """A loopback port nobody listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def start_server(model_dir: Path, port: int) -> subprocess.Popen:
-    """``python -m service`` on ``port``, logs discarded; returns once ready."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BSVM_")}
-    env.update(
-        BSVM_MODEL_DIR=str(model_dir),
-        BSVM_PORT=str(port),
-        BSVM_HOST="127.0.0.1",
-        BSVM_LOG_LEVEL="warning",
-    )
-    process = subprocess.Popen(
-        [sys.executable, "-m", "service"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health/ready").status_code == 200:
-                return process
-        except httpx.TransportError:
-            time.sleep(0.2)
-    process.kill()
-    raise RuntimeError("server did not become ready")
 
 
 def train(url: str) -> tuple[str, np.ndarray]:
@@ -109,18 +74,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=20.0)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        port = free_port()
-        process = start_server(Path(tmp), port)
+        process, url = start_server(Path(tmp))
         try:
-            url = f"http://127.0.0.1:{port}"
             model_id, X = train(url)
             httpx.post(f"{url}/predict", json={"model": model_id, "X": X[:1].tolist()})  # warm
             latencies, wall, errors = asyncio.run(
                 load(url, model_id, X, args.clients, args.seconds)
             )
         finally:
-            process.terminate()
-            process.wait(timeout=15)
+            stop_server(process)
     ms = np.asarray(latencies) * 1000
     print(
         f"model_type={MODEL_TYPE}, clients={args.clients}, seconds={args.seconds:g}, httpx+asyncio"

@@ -8,7 +8,7 @@ by model id or by name), ~10% reads (``GET /jobs/{id}`` of a background training
 ``GET /models``). The server's RSS is sampled every second. Bounded by ``--seconds`` and
 ``--max-requests``; stops the server itself. Run::
 
-    .venv/bin/python bench/soak.py --seconds 60 --clients 50
+    .venv/bin/python -m bench.soak --seconds 60 --clients 50
 
 Exits 1 when any answer was a 5xx or a transport error.
 """
@@ -20,9 +20,6 @@ import asyncio
 import contextlib
 import os
 import random
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,6 +31,8 @@ import httpx
 import numpy as np
 import psutil
 from sklearn.datasets import load_iris
+
+from bench.server import start_server, stop_server
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER_CORE, LOAD_CORE = 0, 1
@@ -55,61 +54,12 @@ class Tally:
     total: int = 0
 
 
-def free_port() -> int:
-    """A loopback port nobody listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def pin(cores: set[int]) -> bool:
     """Pin the calling process to ``cores`` when the machine has them; False when it cannot."""
     if not hasattr(os, "sched_setaffinity") or not cores <= os.sched_getaffinity(0):
         return False
     os.sched_setaffinity(0, cores)
     return True
-
-
-def start_server(data_dir: Path, port: int, pinned: bool) -> subprocess.Popen:
-    """``python -m service`` on loopback ``port`` (on core 0 when ``pinned``); returns when ready."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BSVM_")}
-    env.update(
-        BSVM_DATA_DIR=str(data_dir),
-        BSVM_HOST="127.0.0.1",
-        BSVM_PORT=str(port),
-        BSVM_LOG_LEVEL="warning",
-        OPENBLAS_NUM_THREADS="1",
-    )
-    process = subprocess.Popen(
-        [sys.executable, "-m", "service"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        preexec_fn=(lambda: os.sched_setaffinity(0, {SERVER_CORE})) if pinned else None,
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited with {process.returncode}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health/ready", timeout=2).status_code == 200:
-                return process
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    process.kill()
-    raise RuntimeError("server not ready after 60 s")
-
-
-def stop_server(process: subprocess.Popen) -> None:
-    """SIGTERM, then SIGKILL after 15 s."""
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=5)
 
 
 def rss_mb(pid: int) -> tuple[float, float]:
@@ -304,12 +254,10 @@ def main() -> None:
         0
     )
     with tempfile.TemporaryDirectory(prefix="bsvm-soak-") as data_dir:
-        port = free_port()
-        server = start_server(Path(data_dir), port, pinned)
+        server, base_url = start_server(Path(data_dir), core=SERVER_CORE if pinned else None)
         try:
             if pinned:
                 pin({LOAD_CORE})
-            base_url = f"http://127.0.0.1:{port}"
             models = seed_models(base_url)
             tally, samples = asyncio.run(run_load(args, base_url, server.pid, models))
         finally:
