@@ -177,7 +177,7 @@ def unused_columns(store: Any, model: str, header: list[str]) -> frozenset[int]:
     if store is None:
         return frozenset()
     try:
-        record = store.get_record(store.resolve(model))
+        record = store.model_record(store.resolve(model))
     except ApiError:  # the predict itself reports the reference
         return frozenset()
     names, target = record.get("feature_names"), record.get("target")

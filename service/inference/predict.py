@@ -87,7 +87,7 @@ def _interval(estimator: Any, X: np.ndarray, level: float, budget: float) -> dic
 def predict(store: ModelStore, settings: Settings, body: Any) -> dict[str, Any]:
     """The outputs ``body.outputs`` of the model ``body.model`` on ``body.X``."""
     model_id = store.resolve(body.model)
-    record = store.get_record(model_id)
+    record = store.model_record(model_id)
     X = as_matrix(body.X, settings)
     X, dropped = select_columns(
         X, body.feature_names, record.get("feature_names"), record.get("target")

@@ -21,7 +21,7 @@ def outputs_of(estimator: Any) -> list[str]:
 def describe(store: ModelStore, ref: str) -> dict[str, Any]:
     """The record ``ref`` resolves to, its name's versions (oldest first) and its outputs."""
     model_id = store.resolve(ref)
-    record = store.get_record(model_id)
+    record = store.model_record(model_id)
     estimator = store.load(model_id)
     records, _ = store.list_records(name=record["name"], limit=MAX_VERSIONS)
     versions = sorted({int(r["version"]) for r in records})

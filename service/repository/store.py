@@ -16,6 +16,7 @@ from __future__ import annotations
 import hmac
 import io
 import logging
+import threading
 import uuid
 from typing import Any
 
@@ -30,6 +31,10 @@ from service.repository.signing import Signer, signing_key
 from service.settings import Settings
 
 logger = logging.getLogger("service.repository.store")
+
+
+RECORD_CACHE_SIZE = 4096
+"""Model records kept in memory for predicts (a few kB each)."""
 
 
 def new_model_id() -> str:
@@ -55,6 +60,8 @@ class ModelStore:
             settings.artifacts_url, endpoint_url=settings.s3_endpoint_url
         )
         self.cache = ModelCache(int(settings.model_cache_mb * 2**20))
+        self._records: dict[str, dict[str, Any]] = {}
+        self._records_lock = threading.Lock()
         configured = settings.signing_key
         self.signer = Signer(
             signing_key(
@@ -72,6 +79,22 @@ class ModelStore:
     def get_record(self, model_id: str) -> dict[str, Any]:
         """The record of ``model_id`` with its aliases (404 when unknown)."""
         return self.registry.get_record(model_id)
+
+    def model_record(self, model_id: str) -> dict[str, Any]:
+        """The record of ``model_id`` without its aliases, kept after the first read.
+
+        A model's record never changes once stored (only aliases move, and they are not in it),
+        so predicts read it from memory; a deleted model is refused earlier, by ``resolve``.
+        """
+        record = self._records.get(model_id)
+        if record is None:
+            record = self.registry.get_record(model_id)
+            record.pop("aliases", None)
+            with self._records_lock:
+                self._records[model_id] = record
+                while len(self._records) > RECORD_CACHE_SIZE:
+                    self._records.pop(next(iter(self._records)))
+        return record
 
     def list_records(self, **filters: Any) -> tuple[list[dict[str, Any]], int]:
         """A page of records, newest first (see ``ModelRegistry.list_records``)."""
@@ -159,6 +182,7 @@ class ModelStore:
             raise NotFound(f"no model with id {model_id!r}")
         self.registry.delete(model_id)
         self.cache.discard(model_id)
+        self._records.pop(model_id, None)
         try:
             self.artifacts.delete(model_id)
         except Exception:  # the row is gone, so the model is; the sweep removes the bytes
