@@ -239,13 +239,21 @@ def kernel_block_function(
         Xc = X - X.mean(axis=0)
         g_sq = gamma * np.einsum("ij,ij->i", Xc, Xc)
         n = Xc.shape[0]
-        left = np.hstack([2.0 * gamma * Xc, -g_sq[:, None], -np.ones((n, 1))]).astype(dtype)
-        right = _column_selector(
-            np.ascontiguousarray(np.hstack([Xc, np.ones((n, 1)), g_sq[:, None]]).T, dtype)
-        )
+        columns = np.empty((Xc.shape[1] + 2, n), dtype=dtype)  # [x_t, 1, γ‖x_t‖²] by column
+        columns[:-2] = Xc.T
+        columns[-2] = 1.0
+        columns[-1] = g_sq
+        del Xc
+        right = _column_selector(columns)
+        twice_gamma = dtype(2.0 * gamma)
 
         def block(idx: np.ndarray, out: np.ndarray, cols: np.ndarray | None = None) -> None:
-            np.dot(left[idx], right(cols), out=out)
+            # the rows [2γx_i, −γ‖x_i‖², −1], made from the columns: no second copy of X is kept
+            left = np.empty((idx.size, columns.shape[0]), dtype=dtype)
+            np.multiply(columns[:-2, idx].T, twice_gamma, out=left[:, :-2])
+            np.negative(columns[-1, idx], out=left[:, -2])
+            left[:, -1] = -1.0
+            np.dot(left, right(cols), out=out)
             np.exp(out, out=out)
 
         return block
