@@ -9,7 +9,10 @@ predictions and the peak RSS of each fit (its rise over the process's RSS before
 
 from __future__ import annotations
 
+import argparse
 import gc
+import sys
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -20,29 +23,38 @@ from sklearn.svm import SVC
 from bsvm_core.kernel_svm import KernelSVM
 from bsvm_core.kernels import rbf_kernel
 
-from .common import peak_rss_during, row, time_cpu, time_median
+from .common import markdown_table, peak_rss_during, row, time_cpu, time_median
 
 ONE_REPEAT_FROM = 50_000
 """Fits on this many rows or more are timed once (SVC takes minutes there)."""
 
 
-def _datasets(quick: bool) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    """Breast cancer and digits (standardised), make_classification(n, 20, 10 informative)."""
-    out = []
-    for name, loader in (("breast_cancer", load_breast_cancer), ("digits", load_digits)):
-        X, y = loader(return_X_y=True)
-        out.append((name, StandardScaler().fit_transform(X), y))
+def _sizes(quick: bool) -> list[tuple[int, float]]:
+    """(rows, flip_y) of the make_classification sets: easy (0.01) and hard (0.2)."""
     sizes = [(2000, 0.01), (5000, 0.01)]
     if not quick:
         sizes += [(10_000, 0.01), (20_000, 0.01), (20_000, 0.2), (50_000, 0.01), (50_000, 0.2)]
         sizes += [(100_000, 0.01), (100_000, 0.2)]
-    for n, flip in sizes:
+    return sizes
+
+
+def _datasets(
+    quick: bool, only_rows: set[int] | None = None
+) -> Iterator[tuple[str, np.ndarray, np.ndarray]]:
+    """Breast cancer and digits (standardised), make_classification(n, 20, 10 informative); with
+    ``only_rows``, the make_classification sets of those sizes alone. Made one at a time."""
+    if only_rows is None:
+        for name, loader in (("breast_cancer", load_breast_cancer), ("digits", load_digits)):
+            X, y = loader(return_X_y=True)
+            yield name, StandardScaler().fit_transform(X), y
+    for n, flip in _sizes(bool(quick and only_rows is None)):
+        if only_rows is not None and n not in only_rows:
+            continue
         X, y = make_classification(
             n_samples=n, n_features=20, n_informative=10, flip_y=flip, random_state=0
         )
         name = f"make_classification({n}, 20{', flip_y=0.2' if flip > 0.1 else ''})"
-        out.append((name, StandardScaler().fit_transform(X), y))
-    return out
+        yield name, StandardScaler().fit_transform(X), y
 
 
 def _binary_objective(svc: SVC, X: np.ndarray) -> float:
@@ -65,10 +77,10 @@ def _fit(make: Any, X: np.ndarray, y: np.ndarray, repeat: int) -> tuple[float, f
     return float(np.median(walls)), cpu, rise, model
 
 
-def run(quick: bool = False) -> list[dict[str, Any]]:
+def run(quick: bool = False, only_rows: set[int] | None = None) -> list[dict[str, Any]]:
     """Benchmark rows (bench.common format): SVC rbf, C=1, gamma="scale", tol=1e-3."""
     rows = []
-    for dataset, X, y in _datasets(quick):
+    for dataset, X, y in _datasets(quick, only_rows):
         repeat = 1 if quick or X.shape[0] >= ONE_REPEAT_FROM else 3
         ours_fit, ours_cpu, ours_rss, ours = _fit(KernelSVM, X, y, repeat)
         sk_fit, sk_cpu, sk_rss, sk = _fit(SVC, X, y, repeat)
@@ -99,3 +111,18 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
             )
         )
     return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m bench.bench_kernel [--rows N ...]``: the large sets alone, a table per row."""
+    parser = argparse.ArgumentParser(prog="python -m bench.bench_kernel", description=__doc__)
+    parser.add_argument("--rows", type=int, nargs="+", help="make_classification sizes to run")
+    args = parser.parse_args(argv)
+    for n in args.rows or [n for n, _ in _sizes(False)]:
+        sys.stdout.write(markdown_table(run(only_rows={n})) + "\n")
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
