@@ -20,12 +20,14 @@ for growing C until no multiplier sits at its bound, which is the hard-margin so
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from scipy import linalg
 from scipy.optimize import linprog
 
 from ..exceptions import NotSeparableError
-from .linear_active_set import active_set_polish
+from .linear_active_set import active_set_polish, kkt_satisfied
 from .linear_objective import LinearSolution, primal_from_residuals, primal_objective
 from .linear_smooth import smoothed_newton, smoothed_objective
 
@@ -33,6 +35,32 @@ MU_START = 10.0
 MU_MIN = 1e-12
 FINISH_MU = 0.011
 """Largest smoothing width at which the working-set finish is tried."""
+SHRINK_MU = 0.11
+"""Largest smoothing width at which the rows far from the margin are held fixed (reduced problem)."""
+BAND = 3.0
+"""The reduced problem keeps the rows with −BAND·μ < z < (1 + BAND)·μ."""
+SHRINK_RATIO = 0.25
+"""Reduce only when the band holds at most this fraction of the rows..."""
+SHRINK_MIN_ROWS = 2_000
+"""...and the problem has at least this many rows (below, the Python overhead outweighs the gain)."""
+WARM_ROWS = 20_000
+"""From this many rows on, the continuation starts from the solution on a random subsample."""
+WARM_FRACTION = 0.1
+WARM_MU = 0.1
+"""Smoothing width the continuation restarts at from a subsample's solution."""
+KKT_TOL = 1e-9
+
+
+@dataclass(frozen=True)
+class _Fit:
+    """A continuation's result: (w, b), steps, flag, exact dual α (or None) and the last width μ."""
+
+    w: np.ndarray
+    b: float
+    n_iter: int
+    converged: bool
+    alpha: np.ndarray | None
+    mu: float
 
 
 def fit_linear_exact(
@@ -57,26 +85,114 @@ def fit_linear_exact(
 def _soft_margin(
     X: np.ndarray, y: np.ndarray, C: float, fit_intercept: bool, tol: float, max_iter: int
 ) -> tuple[LinearSolution, np.ndarray | None]:
-    """Smoothing continuation with a working-set finish; return (solution, exact dual or None)."""
-    d = X.shape[1]
+    """Warm start, smoothing continuation with reduction and finish; (solution, exact dual or None)."""
+    n, d = X.shape
     w, b, mu, total = np.zeros(d), 0.0, MU_START, 0
+    if n >= WARM_ROWS:
+        rows = np.sort(np.random.default_rng(0).choice(n, int(n * WARM_FRACTION), replace=False))
+        warm, _ = _soft_margin(X[rows], y[rows], C * n / rows.size, fit_intercept, tol, max_iter)
+        w, b, mu, total = warm.w, warm.b, WARM_MU, warm.n_iter
+    fit = _continuation(X, y, C, fit_intercept, tol, max(1, max_iter - total), None, w, b, mu)
+    sol = LinearSolution(
+        fit.w, fit.b, total + fit.n_iter, fit.converged, primal_objective(X, y, fit.w, fit.b, C)
+    )
+    return sol, fit.alpha
+
+
+def _continuation(
+    X: np.ndarray,
+    y: np.ndarray,
+    C: float,
+    fit_intercept: bool,
+    tol: float,
+    max_iter: int,
+    lin: np.ndarray | None,
+    w: np.ndarray,
+    b: float,
+    mu: float,
+) -> _Fit:
+    """Smoothing continuation from (w, b, μ) on min F_μ − lin'(w, b), reducing and finishing."""
+    n = X.shape[0]
+    total = 0
     while True:
         w, b, k = smoothed_newton(
-            X, y, C, mu, w, b, fit_intercept, max(1, min(50, max_iter - total))
+            X, y, C, mu, w, b, fit_intercept, max(1, min(50, max_iter - total)), lin
         )
         total += k
         z = 1.0 - y * (X @ w + b)
+        if mu <= SHRINK_MU:
+            band = (z > -BAND * mu) & (z < (1.0 + BAND) * mu)
+            if n >= SHRINK_MIN_ROWS and X.shape[1] < np.count_nonzero(band) <= SHRINK_RATIO * n:
+                fit = _reduced(
+                    X, y, C, fit_intercept, tol, max_iter - total, lin, w, b, mu, band, z
+                )
+                return _Fit(fit.w, fit.b, total + fit.n_iter, fit.converged, fit.alpha, fit.mu)
         if mu <= FINISH_MU:
-            w2, b2, alpha, k2, exact = active_set_polish(X, y, C, z, mu, fit_intercept)
+            w2, b2, alpha, k2, exact = active_set_polish(
+                X, y, C, z, mu, fit_intercept, kkt_tol=KKT_TOL, lin=lin
+            )
             total += k2
             if exact:
-                return LinearSolution(w2, b2, total, True, primal_objective(X, y, w2, b2, C)), alpha
+                return _Fit(w2, b2, total, True, alpha, mu)
         p = primal_from_residuals(w, z, C)
         gap_bound = p - smoothed_objective(w, z, C, mu)
         if total >= max_iter or mu <= MU_MIN or gap_bound <= 1e-15 * max(p, 1.0):
-            converged = bool(gap_bound <= tol * max(p, 1e-300))
-            return LinearSolution(w, b, total, converged, p), None
+            return _Fit(w, b, total, bool(gap_bound <= tol * max(p, 1e-300)), None, mu)
         mu *= 0.1
+
+
+def _reduced(
+    X: np.ndarray,
+    y: np.ndarray,
+    C: float,
+    fit_intercept: bool,
+    tol: float,
+    max_iter: int,
+    lin: np.ndarray | None,
+    w: np.ndarray,
+    b: float,
+    mu: float,
+    rows: np.ndarray,
+    z: np.ndarray,
+) -> _Fit:
+    """Continue on the rows near the margin, the others held at α = C (z > 0) or 0; grow until KKT.
+
+    The rows outside hold their hinge piece, so the reduced objective equals the full one near
+    the solution; a reduced optimum is the full optimum once every outside row keeps its side of
+    the margin (checked on all rows), otherwise the rows that crossed join and it is solved again.
+    """
+    d = X.shape[1]
+    k = d + 1 if fit_intercept else d
+    at_c = ~rows & (z > 0.0)
+    total = 0
+    while True:
+        g = np.zeros(k) if lin is None else lin.copy()
+        y_c = np.where(at_c, y, 0.0)
+        g[:d] += C * (X.T @ y_c)
+        if fit_intercept:
+            g[d] += C * y_c.sum()
+        sub = _continuation(
+            X[rows], y[rows], C, fit_intercept, tol, max(1, max_iter - total), g, w, b, 0.1 * mu
+        )
+        total += sub.n_iter
+        w, b, mu = sub.w, sub.b, sub.mu
+        z = 1.0 - y * (X @ w + b)
+        if sub.alpha is not None:
+            alpha = np.where(at_c, C, 0.0)
+            alpha[rows] = sub.alpha
+            if kkt_satisfied(X, y, C, w, b, alpha, KKT_TOL):
+                return _Fit(w, b, total, True, alpha, mu)
+            crossed = (at_c & (z < 0.0)) | (~rows & ~at_c & (z > 0.0))
+        else:
+            crossed = (at_c & (z < mu)) | (~rows & ~at_c & (z > 0.0))
+            if not crossed.any():
+                p = primal_from_residuals(w, z, C)
+                gap_bound = p - smoothed_objective(w, z, C, mu)
+                return _Fit(w, b, total, bool(gap_bound <= tol * max(p, 1e-300)), None, mu)
+        if not crossed.any() or total >= max_iter:
+            return _Fit(w, b, total, False, None, mu)
+        rows = rows | crossed
+        at_c &= ~rows
 
 
 def is_separable(X: np.ndarray, y: np.ndarray, fit_intercept: bool) -> bool:
