@@ -89,7 +89,7 @@ def _soft_margin(
     n, d = X.shape
     w, b, mu, total = np.zeros(d), 0.0, MU_START, 0
     if n >= WARM_ROWS:
-        rows = np.sort(np.random.default_rng(0).choice(n, int(n * WARM_FRACTION), replace=False))
+        rows = warm_start_rows(n)
         warm, _ = _soft_margin(X[rows], y[rows], C * n / rows.size, fit_intercept, tol, max_iter)
         w, b, mu, total = warm.w, warm.b, WARM_MU, warm.n_iter
     fit = _continuation(X, y, C, fit_intercept, tol, max(1, max_iter - total), None, w, b, mu)
@@ -97,6 +97,11 @@ def _soft_margin(
         fit.w, fit.b, total + fit.n_iter, fit.converged, primal_objective(X, y, fit.w, fit.b, C)
     )
     return sol, fit.alpha
+
+
+def warm_start_rows(n: int) -> np.ndarray:
+    """The sorted random WARM_FRACTION of the rows whose solution starts the continuation (seed 0)."""
+    return np.sort(np.random.default_rng(0).choice(n, int(n * WARM_FRACTION), replace=False))
 
 
 def _continuation(

@@ -47,6 +47,20 @@ def test_warm_start_and_reduced_problems_reach_the_qp_optimum(
         assert sol.b == 0.0
 
 
+def test_warm_start_survives_a_subsample_with_one_class(monkeypatch) -> None:
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(2500, 4))
+    y = -np.ones(2500)
+    positives = np.setdiff1d(np.arange(2500), linear_exact.warm_start_rows(2500))[:4]
+    y[positives] = 1.0  # four positives, none of them in the subsample
+    X[positives] += 1.5
+    monkeypatch.setattr(linear_exact, "WARM_ROWS", 1000)
+    for C in (0.1, 10.0):
+        sol = linear_exact.fit_linear_exact(X, y, C)
+        assert sol.converged
+        assert sol.objective == pytest.approx(clarabel_svm(X, y, C), rel=1e-8)
+
+
 def test_reduced_problem_grows_until_every_row_meets_kkt(noisy, monkeypatch) -> None:
     X, y = noisy
     C = 1.0
