@@ -2,6 +2,9 @@
 
 Solves min_{w,b} ½‖w‖² + C Σ max(0, 1 − y_i(w'x_i + b)), b unpenalised, to round-off:
 
+0. **Subsample warm start** (n ≥ WARM_ROWS). The same solver on a random tenth of the rows with
+   C·n/m (the loss keeps its scale) gives the starting point; the continuation restarts at μ = 0.1
+   instead of 10, skipping the stages whose Newton systems involve most rows.
 1. **Smoothing continuation.** Newton's method on the Huber-smoothed hinge of width μ (Chapelle 2007,
    §4), μ = 10, 1, 0.1, ..., each stage warm-started from the last. Every step is one pass over X plus
    a (d+1)×(d+1) solve, so the work is a few BLAS calls per stage (`linear_smooth`).
@@ -10,6 +13,12 @@ Solves min_{w,b} ½‖w‖² + C Σ max(0, 1 − y_i(w'x_i + b)), b unpenalised,
    system of the guessed partition exactly and re-partition until every KKT condition holds
    (`linear_active_set`). If that fails (degenerate data), smoothing continues; the returned point
    then carries the certificate P(w) − P* ≤ P(w) − F_μ(w) ≤ C n μ / 2.
+3. **Reduced problems** (shrinking; Joachims 1999 did it for the dual). From μ ≤ 0.1, when at most a
+   quarter of the rows lie in the band −3μ < z < 4μ around the margin, the others are held on their
+   hinge piece: α_i = C for z_i > 0 (their loss is affine, a linear term in (w, b)) and α_i = 0
+   below. The continuation goes on over the band alone (and may shrink it again); its exact optimum
+   is checked against the KKT conditions on all rows, and any outside row that crossed the margin
+   joins the band for another solve, so the result is the full problem's optimum to round-off.
 
 When d > n the weights lie in the row space of X, so X = R'Q' (QR of X') reduces the problem to n
 features and w = Q u. ``C = inf`` is the hard margin: a linear-programming feasibility check (HiGHS)
