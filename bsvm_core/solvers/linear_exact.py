@@ -2,9 +2,10 @@
 
 Solves min_{w,b} ½‖w‖² + C Σ max(0, 1 − y_i(w'x_i + b)), b unpenalised, to round-off:
 
-0. **Subsample warm start** (n ≥ WARM_ROWS). The same solver on a random tenth of the rows with
-   C·n/m (the loss keeps its scale) gives the starting point; the continuation restarts at μ = 0.1
-   instead of 10, skipping the stages whose Newton systems involve most rows.
+0. **Subsample warm start** (n ≥ WARM_ROWS, and 20 rows per feature in the subsample). The
+   continuation on a random tenth of the rows with C·n/m (the loss keeps its scale), stopped at
+   μ = 0.1, gives the starting point; the full continuation restarts at μ = 0.1 instead of 10,
+   skipping the stages whose Newton systems involve most rows.
 1. **Smoothing continuation.** Newton's method on the Huber-smoothed hinge of width μ (Chapelle 2007,
    §4), μ = 10, 1, 0.1, ..., each stage warm-started from the last. Every step is one pass over X plus
    a (d+1)×(d+1) solve, so the work is a few BLAS calls per stage (`linear_smooth`).
@@ -53,8 +54,10 @@ SHRINK_RATIO = 0.25
 SHRINK_MIN_ROWS = 2_000
 """...and the problem has at least this many rows (below, the Python overhead outweighs the gain)."""
 WARM_ROWS = 20_000
-"""From this many rows on, the continuation starts from the solution on a random subsample."""
+"""From this many rows on, the continuation starts from the solution on a random subsample..."""
 WARM_FRACTION = 0.1
+WARM_ROWS_PER_FEATURE = 20
+"""...and when the subsample has at least this many rows per feature."""
 WARM_MU = 0.1
 """Smoothing width the continuation restarts at from a subsample's solution."""
 KKT_TOL = 1e-9
@@ -95,17 +98,34 @@ def _soft_margin(
     X: np.ndarray, y: np.ndarray, C: float, fit_intercept: bool, tol: float, max_iter: int
 ) -> tuple[LinearSolution, np.ndarray | None]:
     """Warm start, smoothing continuation with reduction and finish; (solution, exact dual or None)."""
-    n, d = X.shape
-    w, b, mu, total = np.zeros(d), 0.0, MU_START, 0
-    if n >= WARM_ROWS:
-        rows = warm_start_rows(n)
-        warm, _ = _soft_margin(X[rows], y[rows], C * n / rows.size, fit_intercept, tol, max_iter)
-        w, b, mu, total = warm.w, warm.b, WARM_MU, warm.n_iter
+    w, b, mu, total = _start(X, y, C, fit_intercept, tol, max_iter)
     fit = _continuation(X, y, C, fit_intercept, tol, max(1, max_iter - total), None, w, b, mu)
     sol = LinearSolution(
         fit.w, fit.b, total + fit.n_iter, fit.converged, primal_objective(X, y, fit.w, fit.b, C)
     )
     return sol, fit.alpha
+
+
+def _start(
+    X: np.ndarray, y: np.ndarray, C: float, fit_intercept: bool, tol: float, max_iter: int
+) -> tuple[np.ndarray, float, float, int]:
+    """Starting (w, b, μ) and the steps spent: zero at MU_START, or a subsample's smoothed solution.
+
+    The subsample (a random WARM_FRACTION of the rows, C·n/m so the loss keeps its scale, itself
+    warm-started the same way) is solved only down to μ = WARM_MU: its sampling error in the
+    margins is larger than what the finer stages would change.
+    """
+    n, d = X.shape
+    m = int(n * WARM_FRACTION)
+    if n < WARM_ROWS or m < WARM_ROWS_PER_FEATURE * (d + 1):
+        return np.zeros(d), 0.0, MU_START, 0
+    rows = warm_start_rows(n)
+    Xs, ys, Cs = X[rows], y[rows], C * n / m
+    w, b, mu, its = _start(Xs, ys, Cs, fit_intercept, tol, max_iter)
+    fit = _continuation(
+        Xs, ys, Cs, fit_intercept, tol, max(1, max_iter - its), None, w, b, mu, WARM_MU
+    )
+    return fit.w, fit.b, WARM_MU, its + fit.n_iter
 
 
 def warm_start_rows(n: int) -> np.ndarray:
@@ -124,8 +144,12 @@ def _continuation(
     w: np.ndarray,
     b: float,
     mu: float,
+    stop_mu: float = 0.0,
 ) -> _Fit:
-    """Smoothing continuation from (w, b, μ) on min F_μ − lin'(w, b), reducing and finishing."""
+    """Smoothing continuation from (w, b, μ) on min F_μ − lin'(w, b), reducing and finishing.
+
+    With ``stop_mu`` > 0 it returns the smoothed solution after the stage at μ ≤ ``stop_mu``.
+    """
     n = X.shape[0]
     total = 0
     while True:
@@ -133,6 +157,8 @@ def _continuation(
             X, y, C, mu, w, b, fit_intercept, max(1, min(50, max_iter - total)), lin
         )
         total += k
+        if mu <= stop_mu:
+            return _Fit(w, b, total, False, None, mu)
         z = 1.0 - y * (X @ w + b)
         if mu <= SHRINK_MU:
             band = (z > -BAND * mu) & (z < (1.0 + BAND) * mu)
