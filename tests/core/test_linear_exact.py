@@ -29,16 +29,21 @@ def test_warm_start_and_reduced_problems_reach_the_qp_optimum(
 ) -> None:
     X, y = noisy
     monkeypatch.setattr(linear_exact, "WARM_ROWS", 1000)  # subsample warm start at this size too
-    calls = {"reduced": 0}
-    reduced = linear_exact._reduced
+    calls = {"_reduced": 0, "warm_start_rows": 0}
 
-    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
-        calls["reduced"] += 1
-        return reduced(*args, **kwargs)
+    def spy(name: str):  # type: ignore[no-untyped-def]
+        real = getattr(linear_exact, name)
 
-    monkeypatch.setattr(linear_exact, "_reduced", spy)
+        def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+            calls[name] += 1
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(linear_exact, name, counted)
+
+    spy("_reduced")
+    spy("warm_start_rows")
     sol = linear_exact.fit_linear_exact(X, y, C, fit_intercept)
-    assert calls["reduced"] >= 1
+    assert calls["_reduced"] >= 1 and calls["warm_start_rows"] == 1
     assert sol.converged
     ref = clarabel_svm(X, y, C, fit_intercept)
     assert primal_objective(X, y, sol.w, sol.b, C) == pytest.approx(ref, rel=1e-8)
