@@ -11,7 +11,9 @@ problem). Each row scores both solutions under P, and also solves LinearSVC's ow
 LinearSVM: ``fit_intercept=False`` on [X, 1], the same objective P + ½b², timed alone ("same
 problem") and compared with LinearSVC's value of it. Every row gives median wall seconds, the CPU
 seconds of the last fit (other jobs on a shared machine inflate wall time, not CPU time), the peak
-RSS rise of each fit over the process's RSS before it, the BLAS threads and the load average.
+RSS rise of each fit over the process's RSS before it (sampled every 5 ms; memory freed by an
+earlier fit is reused, so a rise can read 0), the peak of LinearSVM's own allocations (tracemalloc,
+which does not see liblinear's C allocations), the BLAS threads and the load average.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import argparse
 import gc
 import os
 import sys
+import tracemalloc
 import warnings
 from typing import Any
 
@@ -77,6 +80,16 @@ def _fit(make: Any, X: np.ndarray, y: np.ndarray, repeat: int) -> tuple[float, f
     return float(np.median(walls)), cpu, rise, model
 
 
+def _numpy_peak_mb(make: Any, X: np.ndarray, y: np.ndarray) -> float:
+    """Peak MB that one fit allocates through Python and numpy (tracemalloc; not C mallocs)."""
+    gc.collect()
+    tracemalloc.start()
+    make().fit(X, y)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak / 2**20
+
+
 def _blas_threads() -> int:
     """The BLAS thread count numpy and scipy run with by default."""
     return max((m["num_threads"] for m in threadpool_info() if m["user_api"] == "blas"), default=1)
@@ -103,7 +116,9 @@ def _linear_svc_row(
         f"({lin.n_iter_} it{capped}) vs LinearSVM on [X, 1] {q_same:.8g} "
         f"(rel {(q_same - q_lin) / q_lin:+.1e}) in {same_fit:.3f} s, {same_fit / lin_fit:.2f}x; "
         f"CPU s {ours_cpu:.2f} vs {lin_cpu:.2f} ({ours_cpu / lin_cpu:.2f}x); "
-        f"peak RSS rise {ours_rss:.0f} MB vs {lin_rss:.0f} MB (data {X.nbytes / 2**20:.0f} MB); "
+        f"peak RSS rise {ours_rss:.0f} MB vs {lin_rss:.0f} MB (data {X.nbytes / 2**20:.0f} MB; "
+        f"ours allocates at most {_numpy_peak_mb(lambda: LinearSVM(C=C), X, y):.0f} MB, "
+        f"tracemalloc); "
         f"BLAS threads ours {ours_threads}, liblinear 1; load {os.getloadavg()[0]:.1f}"
     )
     return row(
