@@ -64,6 +64,21 @@ KKT_TOL = 1e-9
 
 
 @dataclass(frozen=True)
+class _Problem:
+    """min ½‖w‖² − lin'(w, b) + C Σ max(0, 1 − y_i(w'x_i + b)) over these rows.
+
+    ``lin`` = C Σ y_i (x_i, 1) over rows held at α_i = C outside a reduced problem (None: none).
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    C: float
+    fit_intercept: bool
+    tol: float
+    lin: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
 class _Fit:
     """A continuation's result: (w, b), steps, flag, exact dual α (or None) and the last width μ."""
 
@@ -98,33 +113,32 @@ def _soft_margin(
     X: np.ndarray, y: np.ndarray, C: float, fit_intercept: bool, tol: float, max_iter: int
 ) -> tuple[LinearSolution, np.ndarray | None]:
     """Warm start, smoothing continuation with reduction and finish; (solution, exact dual or None)."""
-    w, b, mu, total = _start(X, y, C, fit_intercept, tol, max_iter)
-    fit = _continuation(X, y, C, fit_intercept, tol, max(1, max_iter - total), None, w, b, mu)
+    problem = _Problem(X, y, C, fit_intercept, tol)
+    w, b, mu, total = _start(problem, max_iter)
+    fit = _continuation(problem, max(1, max_iter - total), w, b, mu)
     sol = LinearSolution(
         fit.w, fit.b, total + fit.n_iter, fit.converged, primal_objective(X, y, fit.w, fit.b, C)
     )
     return sol, fit.alpha
 
 
-def _start(
-    X: np.ndarray, y: np.ndarray, C: float, fit_intercept: bool, tol: float, max_iter: int
-) -> tuple[np.ndarray, float, float, int]:
+def _start(problem: _Problem, max_iter: int) -> tuple[np.ndarray, float, float, int]:
     """Starting (w, b, μ) and the steps spent: zero at MU_START, or a subsample's smoothed solution.
 
     The subsample (a random WARM_FRACTION of the rows, C·n/m so the loss keeps its scale, itself
     warm-started the same way) is solved only down to μ = WARM_MU: its sampling error in the
     margins is larger than what the finer stages would change.
     """
-    n, d = X.shape
+    n, d = problem.X.shape
     m = int(n * WARM_FRACTION)
     if n < WARM_ROWS or m < WARM_ROWS_PER_FEATURE * (d + 1):
         return np.zeros(d), 0.0, MU_START, 0
     rows = warm_start_rows(n)
-    Xs, ys, Cs = X[rows], y[rows], C * n / m
-    w, b, mu, its = _start(Xs, ys, Cs, fit_intercept, tol, max_iter)
-    fit = _continuation(
-        Xs, ys, Cs, fit_intercept, tol, max(1, max_iter - its), None, w, b, mu, WARM_MU
+    sub = _Problem(
+        problem.X[rows], problem.y[rows], problem.C * n / m, problem.fit_intercept, problem.tol
     )
+    w, b, mu, its = _start(sub, max_iter)
+    fit = _continuation(sub, max(1, max_iter - its), w, b, mu, WARM_MU)
     return fit.w, fit.b, WARM_MU, its + fit.n_iter
 
 
@@ -133,23 +147,26 @@ def warm_start_rows(n: int) -> np.ndarray:
     return np.sort(np.random.default_rng(0).choice(n, int(n * WARM_FRACTION), replace=False))
 
 
+def _smoothing_gap(w: np.ndarray, z: np.ndarray, C: float, mu: float) -> tuple[float, float]:
+    """(P, P − F_μ) from the residuals: at F_μ's minimiser P − F_μ bounds P − P* (Chapelle 2007)."""
+    p = primal_from_residuals(w, z, C)
+    return p, p - smoothed_objective(w, z, C, mu)
+
+
 def _continuation(
-    X: np.ndarray,
-    y: np.ndarray,
-    C: float,
-    fit_intercept: bool,
-    tol: float,
-    max_iter: int,
-    lin: np.ndarray | None,
-    w: np.ndarray,
-    b: float,
-    mu: float,
-    stop_mu: float = 0.0,
+    problem: _Problem, max_iter: int, w: np.ndarray, b: float, mu: float, stop_mu: float = 0.0
 ) -> _Fit:
-    """Smoothing continuation from (w, b, μ) on min F_μ − lin'(w, b), reducing and finishing.
+    """Smoothing continuation from (w, b, μ) on the problem, reducing and finishing.
 
     With ``stop_mu`` > 0 it returns the smoothed solution after the stage at μ ≤ ``stop_mu``.
     """
+    X, y, C, fit_intercept, lin = (
+        problem.X,
+        problem.y,
+        problem.C,
+        problem.fit_intercept,
+        problem.lin,
+    )
     n = X.shape[0]
     total = 0
     while True:
@@ -163,9 +180,7 @@ def _continuation(
         if mu <= SHRINK_MU:
             band = (z > -BAND * mu) & (z < (1.0 + BAND) * mu)
             if n >= SHRINK_MIN_ROWS and X.shape[1] < np.count_nonzero(band) <= SHRINK_RATIO * n:
-                fit = _reduced(
-                    X, y, C, fit_intercept, tol, max_iter - total, lin, w, b, mu, band, z
-                )
+                fit = _reduced(problem, max_iter - total, w, b, mu, band, z)
                 return _Fit(fit.w, fit.b, total + fit.n_iter, fit.converged, fit.alpha, fit.mu)
         if mu <= FINISH_MU:
             w2, b2, alpha, k2, exact = active_set_polish(
@@ -174,21 +189,15 @@ def _continuation(
             total += k2
             if exact:
                 return _Fit(w2, b2, total, True, alpha, mu)
-        p = primal_from_residuals(w, z, C)
-        gap_bound = p - smoothed_objective(w, z, C, mu)
+        p, gap_bound = _smoothing_gap(w, z, C, mu)
         if total >= max_iter or mu <= MU_MIN or gap_bound <= 1e-15 * max(p, 1.0):
-            return _Fit(w, b, total, bool(gap_bound <= tol * max(p, 1e-300)), None, mu)
+            return _Fit(w, b, total, bool(gap_bound <= problem.tol * max(p, 1e-300)), None, mu)
         mu *= 0.1
 
 
 def _reduced(
-    X: np.ndarray,
-    y: np.ndarray,
-    C: float,
-    fit_intercept: bool,
-    tol: float,
+    problem: _Problem,
     max_iter: int,
-    lin: np.ndarray | None,
     w: np.ndarray,
     b: float,
     mu: float,
@@ -201,34 +210,33 @@ def _reduced(
     the solution; a reduced optimum is the full optimum once every outside row keeps its side of
     the margin (checked on all rows), otherwise the rows that crossed join and it is solved again.
     """
+    X, y, C, fit_intercept = problem.X, problem.y, problem.C, problem.fit_intercept
     d = X.shape[1]
     k = d + 1 if fit_intercept else d
     at_c = ~rows & (z > 0.0)
     total = 0
     while True:
-        g = np.zeros(k) if lin is None else lin.copy()
+        g = np.zeros(k) if problem.lin is None else problem.lin.copy()
         y_c = np.where(at_c, y, 0.0)
         g[:d] += C * (X.T @ y_c)
         if fit_intercept:
             g[d] += C * y_c.sum()
-        sub = _continuation(
-            X[rows], y[rows], C, fit_intercept, tol, max(1, max_iter - total), g, w, b, 0.1 * mu
-        )
-        total += sub.n_iter
-        w, b, mu = sub.w, sub.b, sub.mu
+        sub = _Problem(X[rows], y[rows], C, fit_intercept, problem.tol, g)
+        fit = _continuation(sub, max(1, max_iter - total), w, b, 0.1 * mu)
+        total += fit.n_iter
+        w, b, mu = fit.w, fit.b, fit.mu
         z = 1.0 - y * (X @ w + b)
-        if sub.alpha is not None:
+        if fit.alpha is not None:
             alpha = np.where(at_c, C, 0.0)
-            alpha[rows] = sub.alpha
+            alpha[rows] = fit.alpha
             if kkt_satisfied(X, y, C, w, b, alpha, KKT_TOL):
                 return _Fit(w, b, total, True, alpha, mu)
             crossed = (at_c & (z < 0.0)) | (~rows & ~at_c & (z > 0.0))
         else:
             crossed = (at_c & (z < mu)) | (~rows & ~at_c & (z > 0.0))
             if not crossed.any():
-                p = primal_from_residuals(w, z, C)
-                gap_bound = p - smoothed_objective(w, z, C, mu)
-                return _Fit(w, b, total, bool(gap_bound <= tol * max(p, 1e-300)), None, mu)
+                p, gap_bound = _smoothing_gap(w, z, C, mu)
+                return _Fit(w, b, total, bool(gap_bound <= problem.tol * max(p, 1e-300)), None, mu)
         if not crossed.any() or total >= max_iter:
             return _Fit(w, b, total, False, None, mu)
         rows = rows | crossed

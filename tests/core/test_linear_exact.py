@@ -76,12 +76,13 @@ def test_reduced_problem_grows_until_every_row_meets_kkt(noisy, monkeypatch) -> 
     sizes: list[int] = []
     continuation = linear_exact._continuation
 
-    def spy(Xr, *args, **kwargs):  # type: ignore[no-untyped-def]
-        sizes.append(Xr.shape[0])
-        return continuation(Xr, *args, **kwargs)
+    def spy(problem, *args, **kwargs):  # type: ignore[no-untyped-def]
+        sizes.append(problem.X.shape[0])
+        return continuation(problem, *args, **kwargs)
 
     monkeypatch.setattr(linear_exact, "_continuation", spy)
-    fit = linear_exact._reduced(X, y, C, True, 1e-4, 1000, None, w, exact.b, 0.1, rows, z)
+    problem = linear_exact._Problem(X, y, C, True, 1e-4)
+    fit = linear_exact._reduced(problem, 1000, w, exact.b, 0.1, rows, z)
     assert sizes[0] == np.count_nonzero(rows)
     assert len(sizes) >= 2 and sizes == sorted(sizes)  # the band had to grow
     assert fit.converged and fit.alpha is not None
