@@ -223,6 +223,7 @@ def _reduced(
             g[d] += C * y_c.sum()
         sub = _Problem(X[rows], y[rows], C, fit_intercept, problem.tol, g)
         fit = _continuation(sub, max(1, max_iter - total), w, b, 0.1 * mu)
+        del sub  # its row copy goes before the next round's (larger) one is made
         total += fit.n_iter
         w, b, mu = fit.w, fit.b, fit.mu
         z = 1.0 - y * (X @ w + b)
