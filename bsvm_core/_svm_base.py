@@ -108,7 +108,7 @@ class SVMClassifierBase(ClassifierMixin, BaseEstimator):
 
         def jobs() -> Iterator[Any]:  # lazy: one problem's rows are copied at a time
             for (mask, y_pm, seed), problem_folds in zip(problems, folds, strict=True):
-                Xp = X if mask.all() else X[mask]  # no copy when every row takes part
+                Xp = X if mask.all() else X[mask]  # one-vs-rest and binary: no copy
                 yield delayed(self._fit_binary)(Xp, y_pm, seed)
                 for test, fold_seed in problem_folds:
                     yield delayed(self._held_out_decision)(Xp, y_pm, test, fold_seed)

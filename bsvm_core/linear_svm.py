@@ -33,7 +33,9 @@ class LinearSVM(SVMClassifierBase):
         ``NotSeparableError`` when no hyperplane separates the classes; solver "auto" only).
     solver : {"auto", "subgradient"}, default="auto"
         "auto": exact solver — Newton's method on a Huber-smoothed hinge with decreasing smoothing,
-        finished by a primal-dual active-set solve of the KKT system (``solvers.linear_exact``).
+        finished by a primal-dual active-set solve of the KKT system; on large data it starts from
+        a subsample's solution and goes on over the rows near the margin, checking the KKT
+        conditions on all rows (``solvers.linear_exact``).
         "subgradient": the textbook primal subgradient method with Pegasos steps 1/(λt) and the
         intercept minimised out exactly (``solvers.subgradient``).
     fit_intercept : bool, default=True
@@ -44,7 +46,9 @@ class LinearSVM(SVMClassifierBase):
         judges its fallback (smoothing bound on the objective gap) on degenerate data.
     max_iter : int, default=1000
         "subgradient": iterations (full passes over the data). "auto": cap on Newton plus
-        active-set steps (a few dozen are typical).
+        active-set steps, counted over the subsample warm start and the reduced problems too (a
+        few dozen on small data, one or two hundred on large data, most of them on small reduced
+        problems; only a handful pass over all rows).
     learning_rate : float or None, default=None
         "subgradient" only: η₀ of the schedule η_t = η₀ / (1 + η₀ λ t), λ = 1/(C n);
         None is Pegasos' η_t = 1 / (λ t).

@@ -13,6 +13,7 @@ KKT condition it is the optimum to round-off, otherwise every point is re-partit
 a_i = α_i / C − (m_i − 1): R if a_i ≤ 0, L if a_i ≥ 1, F otherwise — the primal-dual active-set
 method, a semismooth Newton method (Hintermüller, Ito & Kunisch 2003). The guess comes from the
 pieces of the smoothed hinge (`linear_smooth`), which identify the partition once μ is small enough.
+A reduced problem adds the fixed rows' term g = C Σ y_i (x_i, 1) (``lin``) to c_L and to C Σ_L y_i.
 """
 
 from __future__ import annotations
@@ -26,17 +27,28 @@ R_SET, F_SET, L_SET = 0, 1, 2
 
 
 def solve_partition(
-    X: np.ndarray, y: np.ndarray, C: float, state: np.ndarray, fit_intercept: bool
+    X: np.ndarray,
+    y: np.ndarray,
+    C: float,
+    state: np.ndarray,
+    fit_intercept: bool,
+    lin: np.ndarray | None = None,
 ) -> tuple[np.ndarray, float, np.ndarray]:
     """Solve the KKT system of one partition (state per point in R/F/L); return (w, b, α)."""
+    d = X.shape[1]
     free = state == F_SET
     at_c = state == L_SET
     c_l = C * (X.T @ np.where(at_c, y, 0.0))
+    sum_l = C * y[at_c].sum()
+    if lin is not None:
+        c_l += lin[:d]
+        sum_l += float(lin[d]) if fit_intercept else 0.0
     alpha = np.where(at_c, C, 0.0)
     Zf = y[free, None] * X[free]
     nf = Zf.shape[0]
     if nf == 0:
-        b = optimal_intercept(X @ c_l, y) if fit_intercept else 0.0
+        shift = 0.0 if lin is None or not fit_intercept else float(lin[d]) / C
+        b = optimal_intercept(X @ c_l, y, shift) if fit_intercept else 0.0
         return c_l, b, alpha
     rhs_top = 1.0 - Zf @ c_l
     if fit_intercept:
@@ -44,7 +56,7 @@ def solve_partition(
         K[:nf, :nf] = Zf @ Zf.T
         K[:nf, nf] = y[free]
         K[nf, :nf] = y[free]
-        rhs = np.append(rhs_top, -C * y[at_c].sum())
+        rhs = np.append(rhs_top, -sum_l)
     else:
         K = Zf @ Zf.T
         rhs = rhs_top
@@ -82,6 +94,7 @@ def active_set_polish(
     max_steps: int = 3,
     max_free: int | None = None,
     kkt_tol: float = 1e-9,
+    lin: np.ndarray | None = None,
 ) -> tuple[np.ndarray, float, np.ndarray, int, bool]:
     """Active-set steps from the partition of the smoothed hinge pieces of z = 1 − m at width μ.
 
@@ -94,7 +107,7 @@ def active_set_polish(
     for step in range(1, max_steps + 1):
         if np.count_nonzero(state == F_SET) > max_free:
             return w, b, alpha, step - 1, False
-        w, b, alpha = solve_partition(X, y, C, state, fit_intercept)
+        w, b, alpha = solve_partition(X, y, C, state, fit_intercept, lin)
         if kkt_satisfied(X, y, C, w, b, alpha, kkt_tol):
             return w, b, np.clip(alpha, 0.0, C), step, True
         a = alpha / C - (y * (X @ w + b) - 1.0)

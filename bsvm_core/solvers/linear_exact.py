@@ -2,6 +2,10 @@
 
 Solves min_{w,b} ½‖w‖² + C Σ max(0, 1 − y_i(w'x_i + b)), b unpenalised, to round-off:
 
+0. **Subsample warm start** (n ≥ WARM_ROWS, and 20 rows per feature in the subsample). The
+   continuation on a random tenth of the rows with C·n/m (the loss keeps its scale), stopped at
+   μ = 0.1, gives the starting point; the full continuation restarts at μ = 0.1 instead of 10,
+   skipping the stages whose Newton systems involve most rows.
 1. **Smoothing continuation.** Newton's method on the Huber-smoothed hinge of width μ (Chapelle 2007,
    §4), μ = 10, 1, 0.1, ..., each stage warm-started from the last. Every step is one pass over X plus
    a (d+1)×(d+1) solve, so the work is a few BLAS calls per stage (`linear_smooth`).
@@ -10,6 +14,12 @@ Solves min_{w,b} ½‖w‖² + C Σ max(0, 1 − y_i(w'x_i + b)), b unpenalised,
    system of the guessed partition exactly and re-partition until every KKT condition holds
    (`linear_active_set`). If that fails (degenerate data), smoothing continues; the returned point
    then carries the certificate P(w) − P* ≤ P(w) − F_μ(w) ≤ C n μ / 2.
+3. **Reduced problems** (shrinking; Joachims 1999 did it for the dual). From μ ≤ 0.1, when at most a
+   quarter of the rows lie in the band −3μ < z < 4μ around the margin, the others are held on their
+   hinge piece: α_i = C for z_i > 0 (their loss is affine, a linear term in (w, b)) and α_i = 0
+   below. The continuation goes on over the band alone (and may shrink it again); its exact optimum
+   is checked against the KKT conditions on all rows, and any outside row that crossed the margin
+   joins the band for another solve, so the result is the full problem's optimum to round-off.
 
 When d > n the weights lie in the row space of X, so X = R'Q' (QR of X') reduces the problem to n
 features and w = Q u. ``C = inf`` is the hard margin: a linear-programming feasibility check (HiGHS)
@@ -20,12 +30,14 @@ for growing C until no multiplier sits at its bound, which is the hard-margin so
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from scipy import linalg
 from scipy.optimize import linprog
 
 from ..exceptions import NotSeparableError
-from .linear_active_set import active_set_polish
+from .linear_active_set import active_set_polish, kkt_satisfied
 from .linear_objective import LinearSolution, primal_from_residuals, primal_objective
 from .linear_smooth import smoothed_newton, smoothed_objective
 
@@ -33,6 +45,49 @@ MU_START = 10.0
 MU_MIN = 1e-12
 FINISH_MU = 0.011
 """Largest smoothing width at which the working-set finish is tried."""
+SHRINK_MU = 0.11
+"""Largest smoothing width at which the rows far from the margin are held fixed (reduced problem)."""
+BAND = 3.0
+"""The reduced problem keeps the rows with −BAND·μ < z < (1 + BAND)·μ."""
+SHRINK_RATIO = 0.25
+"""Reduce only when the band holds at most this fraction of the rows..."""
+SHRINK_MIN_ROWS = 2_000
+"""...and the problem has at least this many rows (below, the Python overhead outweighs the gain)."""
+WARM_ROWS = 20_000
+"""From this many rows on, the continuation starts from the solution on a random subsample..."""
+WARM_FRACTION = 0.1
+WARM_ROWS_PER_FEATURE = 20
+"""...and when the subsample has at least this many rows per feature."""
+WARM_MU = 0.1
+"""Smoothing width the continuation restarts at from a subsample's solution."""
+KKT_TOL = 1e-9
+
+
+@dataclass(frozen=True)
+class _Problem:
+    """min ½‖w‖² − lin'(w, b) + C Σ max(0, 1 − y_i(w'x_i + b)) over these rows.
+
+    ``lin`` = C Σ y_i (x_i, 1) over rows held at α_i = C outside a reduced problem (None: none).
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    C: float
+    fit_intercept: bool
+    tol: float
+    lin: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class _Fit:
+    """A continuation's result: (w, b), steps, flag, exact dual α (or None) and the last width μ."""
+
+    w: np.ndarray
+    b: float
+    n_iter: int
+    converged: bool
+    alpha: np.ndarray | None
+    mu: float
 
 
 def fit_linear_exact(
@@ -57,26 +112,136 @@ def fit_linear_exact(
 def _soft_margin(
     X: np.ndarray, y: np.ndarray, C: float, fit_intercept: bool, tol: float, max_iter: int
 ) -> tuple[LinearSolution, np.ndarray | None]:
-    """Smoothing continuation with a working-set finish; return (solution, exact dual or None)."""
-    d = X.shape[1]
-    w, b, mu, total = np.zeros(d), 0.0, MU_START, 0
+    """Warm start, smoothing continuation with reduction and finish; (solution, exact dual or None)."""
+    problem = _Problem(X, y, C, fit_intercept, tol)
+    w, b, mu, total = _start(problem, max_iter)
+    fit = _continuation(problem, max(1, max_iter - total), w, b, mu)
+    sol = LinearSolution(
+        fit.w, fit.b, total + fit.n_iter, fit.converged, primal_objective(X, y, fit.w, fit.b, C)
+    )
+    return sol, fit.alpha
+
+
+def _start(problem: _Problem, max_iter: int) -> tuple[np.ndarray, float, float, int]:
+    """Starting (w, b, μ) and the steps spent: zero at MU_START, or a subsample's smoothed solution.
+
+    The subsample (a random WARM_FRACTION of the rows, C·n/m so the loss keeps its scale, itself
+    warm-started the same way) is solved only down to μ = WARM_MU: its sampling error in the
+    margins is larger than what the finer stages would change.
+    """
+    n, d = problem.X.shape
+    m = int(n * WARM_FRACTION)
+    if n < WARM_ROWS or m < WARM_ROWS_PER_FEATURE * (d + 1):
+        return np.zeros(d), 0.0, MU_START, 0
+    rows = warm_start_rows(n)
+    sub = _Problem(
+        problem.X[rows], problem.y[rows], problem.C * n / m, problem.fit_intercept, problem.tol
+    )
+    w, b, mu, its = _start(sub, max_iter)
+    fit = _continuation(sub, max(1, max_iter - its), w, b, mu, WARM_MU)
+    return fit.w, fit.b, WARM_MU, its + fit.n_iter
+
+
+def warm_start_rows(n: int) -> np.ndarray:
+    """The sorted random WARM_FRACTION of the rows whose solution starts the continuation (seed 0)."""
+    return np.sort(np.random.default_rng(0).choice(n, int(n * WARM_FRACTION), replace=False))
+
+
+def _smoothing_gap(w: np.ndarray, z: np.ndarray, C: float, mu: float) -> tuple[float, float]:
+    """(P, P − F_μ) from the residuals: at F_μ's minimiser P − F_μ bounds P − P* (Chapelle 2007)."""
+    p = primal_from_residuals(w, z, C)
+    return p, p - smoothed_objective(w, z, C, mu)
+
+
+def _continuation(
+    problem: _Problem, max_iter: int, w: np.ndarray, b: float, mu: float, stop_mu: float = 0.0
+) -> _Fit:
+    """Smoothing continuation from (w, b, μ) on the problem, reducing and finishing.
+
+    With ``stop_mu`` > 0 it returns the smoothed solution after the stage at μ ≤ ``stop_mu``.
+    """
+    X, y, C, fit_intercept, lin = (
+        problem.X,
+        problem.y,
+        problem.C,
+        problem.fit_intercept,
+        problem.lin,
+    )
+    n = X.shape[0]
+    total = 0
     while True:
         w, b, k = smoothed_newton(
-            X, y, C, mu, w, b, fit_intercept, max(1, min(50, max_iter - total))
+            X, y, C, mu, w, b, fit_intercept, max(1, min(50, max_iter - total)), lin
         )
         total += k
+        if mu <= stop_mu:
+            return _Fit(w, b, total, False, None, mu)
         z = 1.0 - y * (X @ w + b)
+        if mu <= SHRINK_MU:
+            band = (z > -BAND * mu) & (z < (1.0 + BAND) * mu)
+            if n >= SHRINK_MIN_ROWS and X.shape[1] < np.count_nonzero(band) <= SHRINK_RATIO * n:
+                fit = _reduced(problem, max_iter - total, w, b, mu, band, z)
+                return _Fit(fit.w, fit.b, total + fit.n_iter, fit.converged, fit.alpha, fit.mu)
         if mu <= FINISH_MU:
-            w2, b2, alpha, k2, exact = active_set_polish(X, y, C, z, mu, fit_intercept)
+            w2, b2, alpha, k2, exact = active_set_polish(
+                X, y, C, z, mu, fit_intercept, kkt_tol=KKT_TOL, lin=lin
+            )
             total += k2
             if exact:
-                return LinearSolution(w2, b2, total, True, primal_objective(X, y, w2, b2, C)), alpha
-        p = primal_from_residuals(w, z, C)
-        gap_bound = p - smoothed_objective(w, z, C, mu)
+                return _Fit(w2, b2, total, True, alpha, mu)
+        p, gap_bound = _smoothing_gap(w, z, C, mu)
         if total >= max_iter or mu <= MU_MIN or gap_bound <= 1e-15 * max(p, 1.0):
-            converged = bool(gap_bound <= tol * max(p, 1e-300))
-            return LinearSolution(w, b, total, converged, p), None
+            return _Fit(w, b, total, bool(gap_bound <= problem.tol * max(p, 1e-300)), None, mu)
         mu *= 0.1
+
+
+def _reduced(
+    problem: _Problem,
+    max_iter: int,
+    w: np.ndarray,
+    b: float,
+    mu: float,
+    rows: np.ndarray,
+    z: np.ndarray,
+) -> _Fit:
+    """Continue on the rows near the margin, the others held at α = C (z > 0) or 0; grow until KKT.
+
+    The rows outside hold their hinge piece, so the reduced objective equals the full one near
+    the solution; a reduced optimum is the full optimum once every outside row keeps its side of
+    the margin (checked on all rows), otherwise the rows that crossed join and it is solved again.
+    """
+    X, y, C, fit_intercept = problem.X, problem.y, problem.C, problem.fit_intercept
+    d = X.shape[1]
+    k = d + 1 if fit_intercept else d
+    at_c = ~rows & (z > 0.0)
+    total = 0
+    while True:
+        g = np.zeros(k) if problem.lin is None else problem.lin.copy()
+        y_c = np.where(at_c, y, 0.0)
+        g[:d] += C * (X.T @ y_c)
+        if fit_intercept:
+            g[d] += C * y_c.sum()
+        sub = _Problem(X[rows], y[rows], C, fit_intercept, problem.tol, g)
+        fit = _continuation(sub, max(1, max_iter - total), w, b, 0.1 * mu)
+        del sub  # its row copy goes before the next round's (larger) one is made
+        total += fit.n_iter
+        w, b, mu = fit.w, fit.b, fit.mu
+        z = 1.0 - y * (X @ w + b)
+        if fit.alpha is not None:
+            alpha = np.where(at_c, C, 0.0)
+            alpha[rows] = fit.alpha
+            if kkt_satisfied(X, y, C, w, b, alpha, KKT_TOL):
+                return _Fit(w, b, total, True, alpha, mu)
+            crossed = (at_c & (z < 0.0)) | (~rows & ~at_c & (z > 0.0))
+        else:
+            crossed = (at_c & (z < mu)) | (~rows & ~at_c & (z > 0.0))
+            if not crossed.any():
+                p, gap_bound = _smoothing_gap(w, z, C, mu)
+                return _Fit(w, b, total, bool(gap_bound <= problem.tol * max(p, 1e-300)), None, mu)
+        if not crossed.any() or total >= max_iter:
+            return _Fit(w, b, total, False, None, mu)
+        rows = rows | crossed
+        at_c &= ~rows
 
 
 def is_separable(X: np.ndarray, y: np.ndarray, fit_intercept: bool) -> bool:

@@ -33,17 +33,19 @@ def primal_from_residuals(w: np.ndarray, z: np.ndarray, C: float) -> float:
     return float(0.5 * (w @ w) + C * np.maximum(0.0, z).sum())
 
 
-def optimal_intercept(s: np.ndarray, y: np.ndarray) -> float:
-    """argmin_b Σ max(0, 1 − y_i(s_i + b)) for fixed scores s_i = w'x_i: an order statistic.
+def optimal_intercept(s: np.ndarray, y: np.ndarray, shift: float = 0.0) -> float:
+    """argmin_b Σ max(0, 1 − y_i(s_i + b)) − shift·b for fixed scores s_i = w'x_i: an order statistic.
 
-    The derivative in b starts at −n₊ and rises by one at every breakpoint 1 − s_i (y_i = +1) and
-    −1 − s_i (y_i = −1), so the minimum sits at the n₊-th smallest breakpoint.
+    The derivative in b starts at −n₊ − shift and rises by one at every breakpoint 1 − s_i
+    (y_i = +1) and −1 − s_i (y_i = −1), so the minimum sits at the (n₊ + shift)-th smallest
+    breakpoint (``shift`` = Σ y_i over rows held at the bound elsewhere, an integer; clamped to the
+    ends when the problem is unbounded).
     """
     breaks = y - s
-    n_pos = int(np.count_nonzero(y > 0))
-    if n_pos == 0:
+    k = round(int(np.count_nonzero(y > 0)) + shift)
+    if k <= 0:
         return float(breaks.min())
-    if n_pos == breaks.size:
+    if k >= breaks.size:
         return float(breaks.max())
-    lo = np.partition(breaks, (n_pos - 1, n_pos))
-    return float(0.5 * (lo[n_pos - 1] + lo[n_pos]))
+    lo = np.partition(breaks, (k - 1, k))
+    return float(0.5 * (lo[k - 1] + lo[k]))

@@ -24,13 +24,15 @@ def clarabel_svm(X: np.ndarray, y: np.ndarray, C: float, fit_intercept: bool = T
     P = sparse.diags(np.r_[np.ones(d), np.zeros(nb + ns)]).tocsc()
     q = np.r_[np.zeros(d + nb), np.full(ns, C if ns else 0.0)]
     # y_i(w'x_i + b) + ξ_i >= 1   ->   -y_i x_i'w - y_i b - ξ_i + s = -1,  s >= 0;   -ξ + s = 0
-    margin = [-(y[:, None] * X)] + ([-y[:, None]] if nb else []) + ([-np.eye(n)] if ns else [])
-    rows = [np.hstack(margin)]
+    margin = [sparse.csc_matrix(-(y[:, None] * X))]
+    margin += [sparse.csc_matrix(-y[:, None])] if nb else []
+    margin += [-sparse.identity(n, format="csc")] if ns else []
+    rows = [sparse.hstack(margin)]
     rhs = [-np.ones(n)]
     if ns:
-        rows.append(np.hstack([np.zeros((n, d + nb)), -np.eye(n)]))
+        rows.append(sparse.hstack([sparse.csc_matrix((n, d + nb)), -sparse.identity(n)]))
         rhs.append(np.zeros(n))
-    A = sparse.csc_matrix(np.vstack(rows))
+    A = sparse.vstack(rows).tocsc()
     settings = clarabel.DefaultSettings()
     settings.verbose = False
     settings.tol_gap_abs = 1e-12
