@@ -6,11 +6,12 @@ from functools import cache
 
 import numpy as np
 import pytest
-from scipy import linalg
+from scipy import linalg, stats
 
 from bsvm_core import diagnostics as dg
 from bsvm_core.solvers.bayes_gibbs import penalised_selector, run_gibbs
 from bsvm_core.solvers.gaussian_draw import CholeskyWorkspace, draw_fast
+from bsvm_core.solvers.hinge_coordinate import draw_hinge_coordinate
 
 A_NU, B_NU = 1.0, 1.0
 CHAINS, DRAWS, BURN = 4, 2500, 300
@@ -66,13 +67,13 @@ def quadrature(alpha: float, nu: float, learn_nu: bool) -> dict[str, np.ndarray]
     return out
 
 
-def run_chains(alpha: float, learn_nu: bool) -> list[dict[str, np.ndarray]]:
+def run_chains(alpha: float, learn_nu: bool, **kwargs: float) -> list[dict[str, np.ndarray]]:
     Xt = two_coefficient_problem()
     seeds = np.random.SeedSequence(2024).spawn(CHAINS)
     return [
         run_gibbs(
             Xt, alpha=alpha, nu=1.0, learn_nu=learn_nu, a_nu=A_NU, b_nu=B_NU, n_draws=DRAWS,
-            burn_in=BURN, thin=1, penalised=np.array([False, True]), seed=s,
+            burn_in=BURN, thin=1, penalised=np.array([False, True]), seed=s, **kwargs,
         )
         for s in seeds
     ]  # fmt: skip
@@ -236,7 +237,15 @@ def test_progress_exception_cancels() -> None:
 
 
 @pytest.mark.parametrize(
-    "bad", [{"alpha": 0.0}, {"alpha": 2.5}, {"nu": -1.0}, {"thin": 0}, {"gaussian": "qr"}]
+    "bad",
+    [
+        {"alpha": 0.0},
+        {"alpha": 2.5},
+        {"nu": -1.0},
+        {"thin": 0},
+        {"gaussian": "qr"},
+        {"overrelax": 1.0},
+    ],
 )
 def test_invalid_arguments_raise(bad: dict) -> None:
     kwargs = dict(
@@ -287,3 +296,30 @@ def test_chains_in_threads_restore_blas_threads() -> None:
             threaded = list(pool.map(chain, range(6)))
         np.testing.assert_array_equal(threaded, [chain(s) for s in range(6)])  # seeds, not threads
         assert [info["num_threads"] for info in threadpool_info()] == before
+
+
+def test_hinge_coordinate_draw_matches_its_cdf() -> None:
+    """Piecewise-exponential draws against the numerically integrated CDF (KS test)."""
+    rng = np.random.default_rng(0)
+    a = np.r_[rng.normal(size=15), 0.3, -0.3]  # the last two: a Laplace prior exp(−|x|/1.67)
+    c = np.r_[rng.normal(size=15), 0.0, 0.0]
+    grid = np.linspace(-30.0, 30.0, 200001)
+    log_f = -2.0 * np.maximum(0.0, c[:, None] - a[:, None] * grid).sum(axis=0)
+    cdf = np.cumsum(np.exp(log_f - log_f.max()))
+    cdf /= cdf[-1]
+    x = np.array([draw_hinge_coordinate(a, c, rng) for _ in range(5000)])
+    assert stats.kstest(x, lambda q: np.interp(q, grid, cdf)).pvalue > 0.01
+
+
+@pytest.mark.parametrize("overrelax", [0.0, 0.5])
+def test_other_overrelaxation_matches_quadrature(overrelax: float) -> None:
+    """Any ρ in (−1, 1) leaves the posterior unchanged: ρ = 0 (plain Gibbs) and ρ = 0.5."""
+    ref = quadrature(1.0, 1.0, False)
+    runs = run_chains(1.0, False, overrelax=overrelax)
+    draws = np.stack([r["beta_draws"] for r in runs])
+    for j in range(2):
+        chains = draws[:, :, j]
+        mcse = chains.std() / np.sqrt(dg.ess_bulk(chains))
+        rb = np.mean([r["beta_rb"][j] for r in runs])
+        assert abs(rb - ref[f"mean{j}"]) < 4 * mcse, (j, rb, ref[f"mean{j}"], mcse)
+        assert abs(chains.mean() - ref[f"mean{j}"]) < 4 * mcse
