@@ -6,12 +6,11 @@ from functools import cache
 
 import numpy as np
 import pytest
-from scipy import linalg, stats
+from scipy import linalg
 
 from bsvm_core import diagnostics as dg
 from bsvm_core.solvers.bayes_gibbs import penalised_selector, run_gibbs
 from bsvm_core.solvers.gaussian_draw import CholeskyWorkspace, draw_fast
-from bsvm_core.solvers.hinge_coordinate import draw_hinge_coordinate
 
 A_NU, B_NU = 1.0, 1.0
 CHAINS, DRAWS, BURN = 4, 2500, 300
@@ -296,19 +295,6 @@ def test_chains_in_threads_restore_blas_threads() -> None:
             threaded = list(pool.map(chain, range(6)))
         np.testing.assert_array_equal(threaded, [chain(s) for s in range(6)])  # seeds, not threads
         assert [info["num_threads"] for info in threadpool_info()] == before
-
-
-def test_hinge_coordinate_draw_matches_its_cdf() -> None:
-    """Piecewise-exponential draws against the numerically integrated CDF (KS test)."""
-    rng = np.random.default_rng(0)
-    a = np.r_[rng.normal(size=15), 0.3, -0.3]  # the last two: a Laplace prior exp(−|x|/1.67)
-    c = np.r_[rng.normal(size=15), 0.0, 0.0]
-    grid = np.linspace(-30.0, 30.0, 200001)
-    log_f = -2.0 * np.maximum(0.0, c[:, None] - a[:, None] * grid).sum(axis=0)
-    cdf = np.cumsum(np.exp(log_f - log_f.max()))
-    cdf /= cdf[-1]
-    x = np.array([draw_hinge_coordinate(a, c, rng) for _ in range(5000)])
-    assert stats.kstest(x, lambda q: np.interp(q, grid, cdf)).pvalue > 0.01
 
 
 @pytest.mark.parametrize("overrelax", [0.0, 0.5])
