@@ -66,13 +66,13 @@ def quadrature(alpha: float, nu: float, learn_nu: bool) -> dict[str, np.ndarray]
     return out
 
 
-def run_chains(alpha: float, learn_nu: bool) -> list[dict[str, np.ndarray]]:
+def run_chains(alpha: float, learn_nu: bool, **kwargs: float) -> list[dict[str, np.ndarray]]:
     Xt = two_coefficient_problem()
     seeds = np.random.SeedSequence(2024).spawn(CHAINS)
     return [
         run_gibbs(
             Xt, alpha=alpha, nu=1.0, learn_nu=learn_nu, a_nu=A_NU, b_nu=B_NU, n_draws=DRAWS,
-            burn_in=BURN, thin=1, penalised=np.array([False, True]), seed=s,
+            burn_in=BURN, thin=1, penalised=np.array([False, True]), seed=s, **kwargs,
         )
         for s in seeds
     ]  # fmt: skip
@@ -236,7 +236,15 @@ def test_progress_exception_cancels() -> None:
 
 
 @pytest.mark.parametrize(
-    "bad", [{"alpha": 0.0}, {"alpha": 2.5}, {"nu": -1.0}, {"thin": 0}, {"gaussian": "qr"}]
+    "bad",
+    [
+        {"alpha": 0.0},
+        {"alpha": 2.5},
+        {"nu": -1.0},
+        {"thin": 0},
+        {"gaussian": "qr"},
+        {"overrelax": 1.0},
+    ],
 )
 def test_invalid_arguments_raise(bad: dict) -> None:
     kwargs = dict(
@@ -287,3 +295,17 @@ def test_chains_in_threads_restore_blas_threads() -> None:
             threaded = list(pool.map(chain, range(6)))
         np.testing.assert_array_equal(threaded, [chain(s) for s in range(6)])  # seeds, not threads
         assert [info["num_threads"] for info in threadpool_info()] == before
+
+
+@pytest.mark.parametrize("overrelax", [0.0, 0.5])
+def test_other_overrelaxation_matches_quadrature(overrelax: float) -> None:
+    """Any ρ in (−1, 1) leaves the posterior unchanged: ρ = 0 (plain Gibbs) and ρ = 0.5."""
+    ref = quadrature(1.0, 1.0, False)
+    runs = run_chains(1.0, False, overrelax=overrelax)
+    draws = np.stack([r["beta_draws"] for r in runs])
+    for j in range(2):
+        chains = draws[:, :, j]
+        mcse = chains.std() / np.sqrt(dg.ess_bulk(chains))
+        rb = np.mean([r["beta_rb"][j] for r in runs])
+        assert abs(rb - ref[f"mean{j}"]) < 4 * mcse, (j, rb, ref[f"mean{j}"], mcse)
+        assert abs(chains.mean() - ref[f"mean{j}"]) < 4 * mcse
