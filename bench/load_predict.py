@@ -22,6 +22,10 @@ Cores. The machine has two. Tables:
   ``2 / (s + g)`` requests per second, one worker ``1 / s``, so the ratio here is bounded by
   ``2 s / (s + g)`` and understates what two workers do on a machine with a spare core.
 
+* ``batching`` — adaptive micro-batching (``BSVM_PREDICT_BATCHING``) off and on, two servers
+  side by side on core 0 (generator on core 1), their runs interleaved ``--rounds`` times so
+  that a change in the machine's other load hits both.
+
 ``--set KEY=VALUE`` passes a ``BSVM_KEY`` setting to the server (e.g.
 ``--set predict_batch_wait_us=200``); each run prints the settings it used. Run::
 
@@ -35,6 +39,7 @@ one run.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import socket
@@ -220,6 +225,34 @@ def served(
             stop_server(process)
 
 
+def batching(
+    clients: list[int], seconds: float, settings: dict[str, str], wait_us: int, rounds: int
+) -> list[str]:
+    """Micro-batching off and on: two servers on core 0, runs interleaved ``rounds`` times."""
+    variants = {
+        "batching off": {"predict_batching": "false"},
+        f"batching on, wait {wait_us} us": {
+            "predict_batching": "true",
+            "predict_batch_wait_us": str(wait_us),
+        },
+    }
+    with contextlib.ExitStack() as stack:
+        servers = {}
+        for name, extra in variants.items():
+            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+            process, url = start_server(tmp, core=SERVER, **{**settings, **extra})
+            stack.callback(stop_server, process)
+            port = int(url.rsplit(":", 1)[1])
+            model_id, X = train(url)
+            servers[name] = (process.pid, port, predict_requests(port, model_id, X))
+        rows = []
+        for n in clients:
+            for _ in range(rounds):
+                for name, (pid, port, requests) in servers.items():
+                    rows.append(measured(name, 1, pid, port, requests, n, seconds, GENERATOR))
+        return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the chosen tables; print one Markdown table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -229,8 +262,10 @@ def main(argv: list[str] | None = None) -> int:
         "--tables",
         nargs="+",
         default=["ceiling", "split", "shared"],
-        choices=["ceiling", "split", "shared"],
+        choices=["ceiling", "split", "shared", "batching"],
     )
+    parser.add_argument("--batch-wait-us", type=int, default=500, help="for batching")
+    parser.add_argument("--rounds", type=int, default=2, help="for batching: A/B repeats")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="for shared")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--live", action="store_true", help="also GET /health/live")
@@ -245,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     for table in args.tables:
         if table == "ceiling":
             rows = ceiling(args.clients, args.seconds)
+        elif table == "batching":
+            rows = batching(args.clients, args.seconds, settings, args.batch_wait_us, args.rounds)
         elif table == "split":
             rows = served("split", 1, args.clients, args.seconds, settings, args.live)
         else:
