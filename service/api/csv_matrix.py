@@ -20,6 +20,8 @@ import orjson
 
 #: Bytes of cells that are JSON numbers, and of the commas between them.
 _JSON_NUMBER_BYTES = b"0123456789.eE+-, "
+BLOCK_LINES = 8192
+"""Lines read by one orjson call."""
 #: Characters that the general path treats otherwise than ``str.split(",")`` would: quoting,
 #: a bare carriage return.
 _NOT_PLAIN = ('"', "\r")
@@ -38,20 +40,27 @@ def plain_lines(text: str) -> list[str] | None:
 
 
 def json_numbers(lines: list[str], width: int) -> np.ndarray | None:
-    """``lines`` of ``width`` cells each as a float64 matrix when every cell is a JSON number."""
-    try:
-        data = ",".join(lines).encode("ascii")
-    except UnicodeEncodeError:
-        return None
-    if data.translate(None, _JSON_NUMBER_BYTES):
-        return None
-    try:
-        values = np.array(orjson.loads(b"[" + data + b"]"), dtype=np.float64)
-    except (orjson.JSONDecodeError, TypeError, ValueError, OverflowError):
-        return None
-    if values.ndim != 1 or values.size != len(lines) * width:
-        return None
-    return values.reshape(len(lines), width)
+    """``lines`` of ``width`` cells each as a float64 matrix when every cell is a JSON number.
+
+    Read ``BLOCK_LINES`` lines at a time, so the text and float objects in flight stay small.
+    """
+    out = np.empty((len(lines), width))
+    for start in range(0, len(lines), BLOCK_LINES):
+        block = lines[start : start + BLOCK_LINES]
+        try:
+            data = ",".join(block).encode("ascii")
+        except UnicodeEncodeError:
+            return None
+        if data.translate(None, _JSON_NUMBER_BYTES):
+            return None
+        try:
+            values = np.array(orjson.loads(b"[" + data + b"]"), dtype=np.float64)
+        except (orjson.JSONDecodeError, TypeError, ValueError, OverflowError):
+            return None
+        if values.ndim != 1 or values.size != len(block) * width:
+            return None
+        out[start : start + len(block)] = values.reshape(len(block), width)
+    return out
 
 
 def numeric_matrix(

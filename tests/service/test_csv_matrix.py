@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from starlette.datastructures import QueryParams
 
-from service.api import csv_bodies
+from service.api import csv_bodies, csv_matrix
 from service.api.csv_matrix import numeric_matrix
 from service.errors import ApiError
 
@@ -101,3 +101,12 @@ def test_unused_columns_are_not_parsed_and_hold_zero():
     assert found is not None
     assert found[0] == ["a", "label", "b"]
     np.testing.assert_array_equal(found[1], [[1.0, 0.0, 2.0], [3.0, 0.0, 4.0]])
+
+
+def test_bodies_read_in_several_blocks_are_whole(monkeypatch):
+    monkeypatch.setattr(csv_matrix, "BLOCK_LINES", 7)
+    rows = np.arange(100 * 3, dtype=float).reshape(100, 3) / 7
+    raw = "a,b,c\n" + "\n".join(",".join(map(repr, row)) for row in rows.tolist()) + "\n"
+    found = numeric_matrix(raw, lambda header: frozenset())
+    assert found is not None
+    np.testing.assert_array_equal(found[1], rows)
