@@ -6,8 +6,9 @@ are breast-cancer-like: the 569 standardised rows tiled to ``--rows`` with N(0, 
 columns written with 6 significant digits under a header of the feature names (a 100,000-row
 body is ~30 MB, so the server runs with ``BSVM_MAX_BODY_MB=256``). In one run:
 
-* ``core`` — the same estimator (fitted here on the same data; its labels are checked equal to the
-  server's) ``predict`` on the float64 array, pinned to core 0 like the server;
+* ``core`` — the same estimator as the server stores (a StandardScaler, kernel_svm's default
+  preprocessing, then the KernelSVM, fitted here on the same data; its labels are checked equal
+  to the server's) ``predict`` on the float64 array, pinned to core 0 like the server;
 * ``csv → json`` / ``csv → csv`` — the CSV body posted (client on core 1, server on core 0),
   answered as JSON or, with ``Accept: text/csv``, as CSV; the time runs from the request to the
   last byte of the answer (the client does not decode it);
@@ -39,6 +40,7 @@ from sklearn.preprocessing import StandardScaler
 from bench.common import peak_rss_during, time_median
 from bench.server import peak_rss_mb, reset_peak_rss, start_server, stop_server
 from bsvm_core.kernel_svm import KernelSVM
+from service.training.worker import with_preprocessing
 
 PARAMS = {"C": 1.0, "kernel": "rbf", "gamma": "scale"}
 SERVER_CORE, CLIENT_CORE = 0, 1
@@ -102,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
                 train = {"model_type": "kernel_svm", "params": PARAMS, "X": X.tolist()}
                 train |= {"y": y.tolist(), "feature_names": names}
                 model_id = client.post("/train", json=train).raise_for_status().json()["model_id"]
-                estimator = KernelSVM(**PARAMS).fit(X, y)
+                estimator = with_preprocessing(KernelSVM(**PARAMS), "standard").fit(X, y)
                 pinned(SERVER_CORE)
                 (core_s, labels), core_rss, _ = peak_rss_during(
                     lambda: time_median(lambda: estimator.predict(Zcsv), args.repeat)

@@ -209,7 +209,7 @@ def predict_payload(raw: bytes, query: QueryParams, store: Any = None) -> dict[s
         check_distinct(header)
         return unused_columns(store, model, header)
 
-    fast = numeric_matrix(text, unused)
+    fast = numeric_matrix(raw, unused)
     if fast is not None:
         header, X = fast
     else:

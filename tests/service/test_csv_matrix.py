@@ -45,7 +45,7 @@ BODIES = {
 def general(raw: bytes) -> dict:
     """``predict_payload`` with the fast path switched off."""
     original = csv_bodies.numeric_matrix
-    csv_bodies.numeric_matrix = lambda text, unused: None
+    csv_bodies.numeric_matrix = lambda raw, unused: None
     try:
         return csv_bodies.predict_payload(raw, QUERY)
     finally:
@@ -82,7 +82,7 @@ def test_random_numbers_are_read_to_the_bit():
         fmt = "{!r}" if i % 2 else "{:.6g}"
         lines.append(",".join(fmt.format(v) for v in row))
     raw = ("\n".join(lines) + "\n").encode()
-    fast = numeric_matrix(raw.decode(), lambda header: frozenset())
+    fast = numeric_matrix(raw, lambda header: frozenset())
     assert fast is not None
     np.testing.assert_array_equal(fast[1], np.asarray(general(raw)["X"]))
 
@@ -92,21 +92,24 @@ def test_random_numbers_are_read_to_the_bit():
     [("plain", True), ("exponents", True), ("crlf", True), ("quoted", False), ("ragged", False)],
 )
 def test_plain_bodies_take_the_fast_path(name, taken):
-    found = numeric_matrix(BODIES[name], lambda header: frozenset())
+    found = numeric_matrix(BODIES[name].encode(), lambda header: frozenset())
     assert (found is not None) == taken
 
 
 def test_unused_columns_are_not_parsed_and_hold_zero():
-    found = numeric_matrix("a,label,b\n1,cat,2\n3,dog,4\n", lambda header: frozenset({1}))
+    found = numeric_matrix(b"a,label,b\n1,cat,2\n3,dog,4\n", lambda header: frozenset({1}))
     assert found is not None
     assert found[0] == ["a", "label", "b"]
     np.testing.assert_array_equal(found[1], [[1.0, 0.0, 2.0], [3.0, 0.0, 4.0]])
 
 
 def test_bodies_read_in_several_blocks_are_whole(monkeypatch):
-    monkeypatch.setattr(csv_matrix, "BLOCK_LINES", 7)
+    monkeypatch.setattr(csv_matrix, "BLOCK_BYTES", 50)
     rows = np.arange(100 * 3, dtype=float).reshape(100, 3) / 7
     raw = "a,b,c\n" + "\n".join(",".join(map(repr, row)) for row in rows.tolist()) + "\n"
-    found = numeric_matrix(raw, lambda header: frozenset())
-    assert found is not None
-    np.testing.assert_array_equal(found[1], rows)
+    for unused in (frozenset(), frozenset({1})):
+        found = numeric_matrix(raw.encode(), lambda header, unused=unused: unused)
+        assert found is not None
+        want = rows.copy()
+        want[:, list(unused)] = 0.0
+        np.testing.assert_array_equal(found[1], want)
