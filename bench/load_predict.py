@@ -21,16 +21,18 @@ Cores. The machine has two. Tables:
   generator costing ``g`` and the server ``s`` CPU per request, two workers can at best reach
   ``2 / (s + g)`` requests per second, one worker ``1 / s``, so the ratio here is bounded by
   ``2 s / (s + g)`` and understates what two workers do on a machine with a spare core.
-
 * ``batching`` — adaptive micro-batching (``BSVM_PREDICT_BATCHING``) off and on, two servers
   side by side on core 0 (generator on core 1), their runs interleaved ``--rounds`` times so
   that a change in the machine's other load hits both.
 
 ``--set KEY=VALUE`` passes a ``BSVM_KEY`` setting to the server (e.g.
-``--set predict_batch_wait_us=200``); each run prints the settings it used. Run::
+``--set predict_batch_wait_us=200``); each run prints the settings it used. With the default
+``BSVM_PREDICT_CONCURRENCY`` (8), more than 8 one-row predicts in flight get 503 (the non-200
+column); the figures in ``bench/results.md`` use ``--set predict_concurrency=64``. Run::
 
-    .venv/bin/python -m bench.load_predict                  # ceiling, split, shared (~3 min)
-    .venv/bin/python -m bench.load_predict --tables split --clients 32 64 --set predict_batch_wait_us=200
+    .venv/bin/python -m bench.load_predict --set predict_concurrency=64   # ceiling, split, shared
+    .venv/bin/python -m bench.load_predict --tables batching --clients 32 64 --rounds 3 \
+        --set predict_concurrency=64
 
 Absolute figures move with other load on the machine (``uptime`` is printed); compare the rows of
 one run.
