@@ -1,19 +1,51 @@
-"""Load test of single-row ``POST /predict``: p50/p99 latency and requests per second.
+"""Load test of single-row ``POST /predict``: req/s, p50 and p99 at 1, 8, 32 and 64 clients.
 
-One uvicorn worker (``python -m service``) on a free loopback port with a temporary model dir;
-a KernelSVM (rbf, C = 1) trained on scikit-learn's standardised breast-cancer data; then
-``--clients`` asyncio httpx clients, each posting one row at a time for ``--seconds``. Run::
+The server is ``python -m service`` (``bench.server``) on a temporary data dir, with a KernelSVM
+(rbf, C = 1, gamma = scale) trained on scikit-learn's standardised breast-cancer data; each
+request scores one of 64 rows (``{"model": id, "X": [[30 floats]]}``). The load comes from
+``bench.load_generator``: a separate process, raw asyncio streams, pre-encoded keep-alive
+requests, one request in flight per client. Per run it gives requests/s, p50/p99 latency,
+non-200 answers, the server's CPU ms per request (user+system of its processes over the run),
+the generator's CPU use, and the server's peak RSS (``VmHWM`` of each serving process, reset
+before every run).
 
-    .venv/bin/python -m bench.load_predict --clients 32 --seconds 20
+Cores. The machine has two. Tables:
 
-The clients share the machine with the server, so on few cores the numbers are a floor.
+* ``ceiling`` — the generator (core 1) against a fixed-answer asyncio server (core 0): what the
+  generator itself can drive; it must be well above the server's rate.
+* ``split`` — server pinned to core 0, generator to core 1: the single-worker figures.
+* ``shared`` — workers = 1 and workers = 2 with the server *and* the generator allowed on both
+  cores. Two workers need both cores, so there is no third core for the generator: both runs
+  share the same two cores with it, and the ratio 2 workers / 1 worker is taken between them.
+  The generator's CPU is in the table, so what it took from the server is visible; with a
+  generator costing ``g`` and the server ``s`` CPU per request, two workers can at best reach
+  ``2 / (s + g)`` requests per second, one worker ``1 / s``, so the ratio here is bounded by
+  ``2 s / (s + g)`` and understates what two workers do on a machine with a spare core.
+* ``batching`` — adaptive micro-batching (``BSVM_PREDICT_BATCHING``) off and on, two servers
+  side by side on core 0 (generator on core 1), their runs interleaved ``--rounds`` times so
+  that a change in the machine's other load hits both.
+
+``--set KEY=VALUE`` passes a ``BSVM_KEY`` setting to the server (e.g.
+``--set predict_batch_wait_us=200``); each run prints the settings it used. With the default
+``BSVM_PREDICT_CONCURRENCY`` (8), more than 8 one-row predicts in flight get 503 (the non-200
+column); the figures in ``bench/results.md`` use ``--set predict_concurrency=64``. Run::
+
+    .venv/bin/python -m bench.load_predict --set predict_concurrency=64   # ceiling, split, shared
+    .venv/bin/python -m bench.load_predict --tables batching --clients 32 64 --rounds 3 \
+        --set predict_concurrency=64
+
+Absolute figures move with other load on the machine (``uptime`` is printed); compare the rows of
+one run.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import statistics
+import contextlib
+import json
+import os
+import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -24,15 +56,30 @@ import numpy as np
 from sklearn.datasets import load_breast_cancer
 from sklearn.preprocessing import StandardScaler
 
-from bench.server import start_server, stop_server
+from bench.load_generator import encode_get, encode_post
+from bench.server import (
+    cpu_seconds,
+    peak_rss_mb,
+    process_tree,
+    reset_peak_rss,
+    start_server,
+    stop_server,
+)
+from tests.service.live_server import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL_TYPE = "kernel_svm"
 PARAMS = {"C": 1.0, "kernel": "rbf", "gamma": "scale"}
+N_BODIES = 64
+SERVER, GENERATOR, BOTH = {0}, {1}, {0, 1}
+HEAD = (
+    "| table | workers | clients | req/s | p50 ms | p99 ms | non-200 | server CPU ms/req "
+    "| generator CPU | server peak RSS MB |"
+)
 
 
 def train(url: str) -> tuple[str, np.ndarray]:
-    """Train the model; (model id, rows to score)."""
+    """Train the model; (model id, the standardised rows)."""
     X, y = load_breast_cancer(return_X_y=True)
     X = StandardScaler().fit_transform(X)
     body = {"model_type": MODEL_TYPE, "params": PARAMS, "X": X.tolist(), "y": y.tolist()}
@@ -41,58 +88,212 @@ def train(url: str) -> tuple[str, np.ndarray]:
     return response.json()["model_id"], X
 
 
-async def client(url: str, model_id: str, rows: np.ndarray, stop: float, out: list[float]) -> int:
-    """Post single rows until ``stop``; append each latency; return the error count."""
-    errors = 0
-    async with httpx.AsyncClient(base_url=url, timeout=30) as http:
-        i = 0
-        while time.perf_counter() < stop:
-            body = {"model": model_id, "X": [rows[i % len(rows)].tolist()]}
-            started = time.perf_counter()
-            response = await http.post("/predict", json=body)
-            out.append(time.perf_counter() - started)
-            errors += response.status_code != 200
-            i += 1
-    return errors
+def predict_requests(port: int, model_id: str, X: np.ndarray) -> list[bytes]:
+    """``N_BODIES`` single-row predicts, encoded."""
+    return [
+        encode_post(
+            "127.0.0.1",
+            port,
+            "/predict",
+            json.dumps({"model": model_id, "X": [row.tolist()]}).encode(),
+            "application/json",
+        )
+        for row in X[:N_BODIES]
+    ]
 
 
-async def load(url: str, model_id: str, rows: np.ndarray, clients: int, seconds: float):
-    """Run ``clients`` concurrent clients for ``seconds``."""
-    latencies: list[float] = []
-    started = time.perf_counter()
-    stop = started + seconds
-    errors = await asyncio.gather(
-        *(client(url, model_id, rows[k::clients], stop, latencies) for k in range(clients))
+def generate(
+    port: int, requests: list[bytes], clients: int, seconds: float, cores: set[int]
+) -> dict:
+    """Run ``bench.load_generator`` pinned to ``cores``; its JSON summary."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
+        json.dump([r.decode("latin-1") for r in requests], fh)
+    command = [sys.executable, "-m", "bench.load_generator", "--port", str(port)]
+    command += ["--requests", fh.name, "--clients", str(clients), "--seconds", str(seconds)]
+    try:
+        done = subprocess.run(
+            command,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            preexec_fn=lambda: os.sched_setaffinity(0, cores),
+        )
+    finally:
+        os.unlink(fh.name)
+    if done.returncode:
+        raise RuntimeError(f"load generator failed:\n{done.stderr}")
+    return json.loads(done.stdout)
+
+
+def serving(pid: int) -> list[int]:
+    """The server's processes that serve HTTP: the root, or uvicorn's workers when it has them."""
+    pids = process_tree(pid)
+    cmdlines = {p: Path(f"/proc/{p}/cmdline").read_bytes() for p in pids}
+    workers = [p for p in pids[1:] if b"spawn_main" in cmdlines[p]]
+    return workers or [pid]
+
+
+def measured(
+    table: str,
+    workers: int,
+    pid: int,
+    port: int,
+    requests: list[bytes],
+    clients: int,
+    seconds: float,
+    cores: set[int],
+) -> str:
+    """One run against a started server, as a Markdown row."""
+    processes = serving(pid)
+    for p in processes:
+        reset_peak_rss(p)
+    cpu = sum(cpu_seconds(p) for p in process_tree(pid))
+    result = generate(port, requests, clients, seconds, cores)
+    cpu = sum(cpu_seconds(p) for p in process_tree(pid)) - cpu
+    total = result["rate"] * (result["seconds"] + 0.5)  # the warm-up's requests cost CPU too
+    rss = "+".join(f"{peak_rss_mb(p):.0f}" for p in processes)
+    return (
+        f"| {table} | {workers} | {clients} | {result['rate']:.0f} | {result['p50_ms']:.2f} | "
+        f"{result['p99_ms']:.2f} | {result['errors']} | {1000 * cpu / max(total, 1):.3f} | "
+        f"{100 * result['generator_cpu']:.0f}% | {rss} |"
     )
-    return latencies, time.perf_counter() - started, sum(errors)
+
+
+def wait_listening(port: int, timeout: float = 10.0) -> None:
+    """Return once something accepts connections on ``port``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def ceiling(clients: list[int], seconds: float) -> list[str]:
+    """The generator (core 1) against a fixed-answer server (core 0)."""
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "bench.load_generator", "--trivial", "--port", str(port)],
+        cwd=ROOT,
+        preexec_fn=lambda: os.sched_setaffinity(0, SERVER),
+    )
+    try:
+        wait_listening(port)
+        requests = [encode_get("127.0.0.1", port, "/")]
+        return [
+            measured("ceiling", 0, server.pid, port, requests, n, seconds, GENERATOR)
+            for n in clients
+        ]
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def served(
+    table: str,
+    workers: int,
+    clients: list[int],
+    seconds: float,
+    settings: dict[str, str],
+    live: bool,
+) -> list[str]:
+    """Start a server for ``table`` (split or shared), train, run every client count."""
+    server_cores, generator_cores = (SERVER, GENERATOR) if table == "split" else (BOTH, BOTH)
+    with tempfile.TemporaryDirectory() as tmp:
+        process, url = start_server(Path(tmp), core=server_cores, workers=str(workers), **settings)
+        try:
+            port = int(url.rsplit(":", 1)[1])
+            model_id, X = train(url)
+            rows = []
+            if live:
+                health = [encode_get("127.0.0.1", port, "/health/live")]
+                for n in clients:
+                    row = measured(
+                        table, workers, process.pid, port, health, n, seconds, generator_cores
+                    )
+                    rows.append(row.replace(f"| {table} |", f"| {table} GET /health/live |"))
+            requests = predict_requests(port, model_id, X)
+            for n in clients:
+                rows.append(
+                    measured(
+                        table, workers, process.pid, port, requests, n, seconds, generator_cores
+                    )
+                )
+            return rows
+        finally:
+            stop_server(process)
+
+
+def batching(
+    clients: list[int], seconds: float, settings: dict[str, str], wait_us: int, rounds: int
+) -> list[str]:
+    """Micro-batching off and on: two servers on core 0, runs interleaved ``rounds`` times."""
+    variants = {
+        "batching off": {"predict_batching": "false"},
+        f"batching on, wait {wait_us} us": {
+            "predict_batching": "true",
+            "predict_batch_wait_us": str(wait_us),
+        },
+    }
+    with contextlib.ExitStack() as stack:
+        servers = {}
+        for name, extra in variants.items():
+            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+            process, url = start_server(tmp, core=SERVER, **{**settings, **extra})
+            stack.callback(stop_server, process)
+            port = int(url.rsplit(":", 1)[1])
+            model_id, X = train(url)
+            servers[name] = (process.pid, port, predict_requests(port, model_id, X))
+        rows = []
+        for n in clients:
+            for _ in range(rounds):
+                for name, (pid, port, requests) in servers.items():
+                    rows.append(measured(name, 1, pid, port, requests, n, seconds, GENERATOR))
+        return rows
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Start a server, train, load it, print a Markdown table."""
+    """Run the chosen tables; print one Markdown table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--clients", type=int, default=32)
-    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 8, 32, 64])
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument(
+        "--tables",
+        nargs="+",
+        default=["ceiling", "split", "shared"],
+        choices=["ceiling", "split", "shared", "batching"],
+    )
+    parser.add_argument("--batch-wait-us", type=int, default=500, help="for batching")
+    parser.add_argument("--rounds", type=int, default=2, help="for batching: A/B repeats")
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="for shared")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--live", action="store_true", help="also GET /health/live")
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as tmp:
-        process, url = start_server(Path(tmp))
-        try:
-            model_id, X = train(url)
-            httpx.post(f"{url}/predict", json={"model": model_id, "X": X[:1].tolist()})  # warm
-            latencies, wall, errors = asyncio.run(
-                load(url, model_id, X, args.clients, args.seconds)
-            )
-        finally:
-            stop_server(process)
-    ms = np.asarray(latencies) * 1000
+    settings = dict(item.split("=", 1) for item in args.set)
     print(
-        f"model_type={MODEL_TYPE}, clients={args.clients}, seconds={args.seconds:g}, httpx+asyncio"
+        f"uptime: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} (1, 5 min load average); "
+        f"settings {settings or 'default'}; {args.seconds:g} s per run"
     )
-    print("| requests | errors | req/s | p50 ms | p90 ms | p99 ms | mean ms |")
-    print("|---|---|---|---|---|---|---|")
-    print(
-        f"| {len(ms)} | {errors} | {len(ms) / wall:.1f} | {np.percentile(ms, 50):.1f} | "
-        f"{np.percentile(ms, 90):.1f} | {np.percentile(ms, 99):.1f} | {statistics.fmean(ms):.1f} |"
-    )
+    print(HEAD)
+    print("|---" * (HEAD.count("|") - 1) + "|")
+    for table in args.tables:
+        if table == "ceiling":
+            rows = ceiling(args.clients, args.seconds)
+        elif table == "batching":
+            rows = batching(args.clients, args.seconds, settings, args.batch_wait_us, args.rounds)
+        elif table == "split":
+            rows = served("split", 1, args.clients, args.seconds, settings, args.live)
+        else:
+            rows = [
+                row
+                for workers in args.workers
+                for row in served("shared", workers, args.clients, args.seconds, settings, False)
+            ]
+        for row in rows:
+            print(row, flush=True)
     return 0
 
 

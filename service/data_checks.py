@@ -18,7 +18,7 @@ def as_matrix(rows: Sequence[Sequence[float]], settings: Settings, field: str = 
     if len(rows) == 0:
         raise InvalidInput("no rows were sent", [detail(field, "must hold at least one row")])
     width = len(rows[0])
-    for i, row in enumerate(rows):
+    for i, row in enumerate(() if isinstance(rows, np.ndarray) else rows):  # arrays are not ragged
         if len(row) != width:
             raise InvalidInput(
                 "ragged rows",

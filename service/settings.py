@@ -96,6 +96,18 @@ class Settings(BaseSettings):
     predict_concurrency: int = Field(
         8, ge=1, description="Predicts served at once by one process; more get 503 + Retry-After."
     )
+    predict_batching: bool = Field(
+        True,
+        description="Score concurrent one-row predicts of the same model and outputs in one "
+        "vectorised call (adaptive micro-batching; bench/results.md has the figures).",
+    )
+    predict_batch_wait_us: int = Field(
+        500,
+        ge=0,
+        le=100_000,
+        description="With predict_batching, how long a batch waits for more rows (microseconds) "
+        "while requests overlap; a lone request never waits. 0 takes the rows already waiting.",
+    )
     model_cache_mb: float = Field(
         1024.0, gt=0, description="Fitted models kept loaded (LRU), bounded by artifact bytes."
     )

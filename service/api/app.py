@@ -15,6 +15,7 @@ from service.api.envelope import install_error_handlers
 from service.api.metrics import Metrics
 from service.api.middleware import RequestContextMiddleware
 from service.api.routes import evaluation, health, jobs, models, predict, train, v2
+from service.inference.batching import MicroBatcher
 from service.inference.limits import PredictGate
 from service.logs import configure_logging
 from service.repository.model_types import build_registry
@@ -89,6 +90,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.metrics = Metrics()
     app.state.registry = build_registry()
     app.state.predict_gate = PredictGate(settings.predict_concurrency)
+    app.state.predict_batcher = (
+        MicroBatcher(settings.predict_batch_wait_us / 1e6) if settings.predict_batching else None
+    )
 
     install_error_handlers(app)
     app.add_middleware(RequestContextMiddleware, settings=settings, metrics=app.state.metrics)

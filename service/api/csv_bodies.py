@@ -26,6 +26,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from service.api.content_types import CSV_MEDIA_TYPE, JSON_MEDIA_TYPE, BodyRoute, is_csv
+from service.api.csv_matrix import numeric_matrix
 from service.errors import ApiError, BadRequest, InvalidInput, detail
 
 #: A whole number as a CSV cell may spell it: "1", "-2", "1.0", "0.00" (18 digits at most, so
@@ -40,8 +41,8 @@ def as_labels(cells: list[str]) -> list[int] | list[str]:
     return cells
 
 
-def read_table(raw: bytes) -> tuple[list[str], list[list[str]]]:
-    """Header and rows of a CSV body (400 when it is not UTF-8 text, 422 when it has no rows)."""
+def read_text(raw: bytes) -> str:
+    """A CSV body as text (400 when it is not UTF-8, 422 when it is one line)."""
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -57,6 +58,12 @@ def read_table(raw: bytes) -> tuple[list[str], list[list[str]]]:
                 )
             ],
         )
+    return text
+
+
+def read_table(raw: bytes | str) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of a CSV body (400 when it is not UTF-8 text, 422 when it has no rows)."""
+    text = raw if isinstance(raw, str) else read_text(raw)
     try:
         table = [row for row in csv.reader(io.StringIO(text)) if row]
     except csv.Error:
@@ -191,17 +198,24 @@ def predict_payload(raw: bytes, query: QueryParams, store: Any = None) -> dict[s
     """The ``POST /predict`` JSON body equivalent to a CSV body and its query.
 
     Columns the model does not use (``unused_columns``) are not parsed, so a non-numeric target
-    column does no harm; the predict leaves them out and lists them in ``dropped_columns``.
+    column does no harm; the predict leaves them out and lists them in ``dropped_columns``. A
+    plain numeric CSV becomes a float64 array at once (``csv_matrix``), which the schema's
+    ``Matrix`` takes as it is; any other goes through ``csv.reader`` and ``float`` per cell.
     """
     model = _require(query, "model")
-    header, rows = read_table(raw)
-    check_distinct(header)
-    unused = unused_columns(store, model, header)
-    payload: dict[str, Any] = {
-        "model": model,
-        "X": parse_numbers(rows, list(range(len(header))), header, unused),
-        "feature_names": header,
-    }
+    text = read_text(raw)
+
+    def unused(header: list[str]) -> frozenset[int]:
+        check_distinct(header)
+        return unused_columns(store, model, header)
+
+    fast = numeric_matrix(raw, unused)
+    if fast is not None:
+        header, X = fast
+    else:
+        header, rows = read_table(text)
+        X = parse_numbers(rows, list(range(len(header))), header, unused(header))
+    payload: dict[str, Any] = {"model": model, "X": X, "feature_names": header}
     if query.getlist("outputs"):
         payload["outputs"] = query.getlist("outputs")
     if query.get("level"):

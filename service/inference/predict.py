@@ -11,6 +11,7 @@ import numpy as np
 from bsvm_core.bayesian_summary import draw_summary
 from service.data_checks import as_matrix, check_feature_names, check_n_features
 from service.errors import Conflict, InvalidInput, detail
+from service.inference.batching import MicroBatcher
 from service.inference.limits import give_back_memory, row_bytes, score_in_blocks
 from service.inference.plots import CoefficientTrace
 from service.repository.model_types import model_types_with
@@ -25,6 +26,8 @@ OUTPUT_KEYS = {
     "intervals": "interval",
 }
 """Output names as the response keys → the short names used below (which stay accepted)."""
+SCORERS = {"label": "predict", "decision": "decision_function", "probability": "predict_proba"}
+"""Short output names → the estimator's method that gives them."""
 DRAWS = model_types_with("draws")
 BAYESIAN = model_types_with("mode", "draws")
 MODE_ONLY = frozenset(model_types_with("mode").split(", "))
@@ -84,8 +87,13 @@ def _interval(estimator: Any, X: np.ndarray, level: float, budget: float) -> dic
     return {"level": level, "lower": _floats(lower), "upper": _floats(upper)}
 
 
-def predict(store: ModelStore, settings: Settings, body: Any) -> dict[str, Any]:
-    """The outputs ``body.outputs`` of the model ``body.model`` on ``body.X``."""
+def predict(
+    store: ModelStore, settings: Settings, body: Any, batcher: MicroBatcher | None = None
+) -> dict[str, Any]:
+    """The outputs ``body.outputs`` of the model ``body.model`` on ``body.X``.
+
+    With a ``batcher``, a one-row predict is scored together with concurrent ones of the model.
+    """
     model_id = store.resolve(body.model)
     record = store.model_record(model_id)
     X = as_matrix(body.X, settings)
@@ -120,14 +128,24 @@ def predict(store: ModelStore, settings: Settings, body: Any) -> dict[str, Any]:
     }
     budget = settings.predict_memory_mb * 2**20
     per_row = row_bytes(estimator, X.shape[1])
-    if "label" in outputs:
-        out["predictions"] = _labels(score_in_blocks(estimator.predict, X, per_row, budget))
-    if "decision" in outputs:
-        out["decision_function"] = _floats(
-            score_in_blocks(estimator.decision_function, X, per_row, budget)
-        )
-    if "probability" in outputs:
-        out["probabilities"] = _floats(score_in_blocks(estimator.predict_proba, X, per_row, budget))
+
+    def score(rows: np.ndarray) -> dict[str, np.ndarray]:
+        return {
+            name: score_in_blocks(getattr(estimator, SCORERS[name]), rows, per_row, budget)
+            for name in SCORERS
+            if name in outputs
+        }
+
+    if batcher is not None and X.shape[0] == 1 and "interval" not in outputs:
+        scores = batcher.score((model_id, tuple(sorted(outputs))), X, score)
+    else:
+        scores = score(X)
+    if "label" in scores:
+        out["predictions"] = _labels(scores["label"])
+    if "decision" in scores:
+        out["decision_function"] = _floats(scores["decision"])
+    if "probability" in scores:
+        out["probabilities"] = _floats(scores["probability"])
     if "interval" in outputs:
         out["intervals"] = _interval(estimator, X, body.level, budget)
     give_back_memory(X.nbytes)

@@ -53,6 +53,6 @@ def predict(
     `inputs` tensors (answered as a V2 inference response).
     """
     with gate.slot():
-        out = prediction.predict(store, settings, body)
+        out = prediction.predict(store, settings, body, request.app.state.predict_batcher)
     request.state.model_id = out["model_id"]
     return respond(request, out)
