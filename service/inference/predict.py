@@ -13,6 +13,7 @@ from service.data_checks import as_matrix, check_feature_names, check_n_features
 from service.errors import Conflict, InvalidInput, detail
 from service.inference.limits import give_back_memory, row_bytes, score_in_blocks
 from service.inference.plots import CoefficientTrace
+from service.inference.scoring import scorer
 from service.repository.model_types import model_types_with
 from service.repository.store import ModelStore
 from service.settings import Settings
@@ -121,13 +122,14 @@ def predict(store: ModelStore, settings: Settings, body: Any) -> dict[str, Any]:
     budget = settings.predict_memory_mb * 2**20
     per_row = row_bytes(estimator, X.shape[1])
     if "label" in outputs:
-        out["predictions"] = _labels(score_in_blocks(estimator.predict, X, per_row, budget))
+        predict = scorer(estimator, "predict")
+        out["predictions"] = _labels(score_in_blocks(predict, X, per_row, budget))
     if "decision" in outputs:
-        out["decision_function"] = _floats(
-            score_in_blocks(estimator.decision_function, X, per_row, budget)
-        )
+        decision = scorer(estimator, "decision_function")
+        out["decision_function"] = _floats(score_in_blocks(decision, X, per_row, budget))
     if "probability" in outputs:
-        out["probabilities"] = _floats(score_in_blocks(estimator.predict_proba, X, per_row, budget))
+        proba = scorer(estimator, "predict_proba")
+        out["probabilities"] = _floats(score_in_blocks(proba, X, per_row, budget))
     if "interval" in outputs:
         out["intervals"] = _interval(estimator, X, body.level, budget)
     give_back_memory(X.nbytes)
