@@ -20,6 +20,8 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from service.errors import ErrorBody, detail
 
 PROTOCOL_PATH = "service.api.http_protocol:EnvelopeHttpToolsProtocol"
+MAX_HEAD_BYTES = 16 * 1024
+"""Largest request line plus headers taken (h11's default cap); httptools itself has none."""
 
 
 def unparseable_request_body(request_id: str) -> bytes:
@@ -60,7 +62,34 @@ class EnvelopeH11Protocol(H11Protocol):
 
 
 class EnvelopeHttpToolsProtocol(HttpToolsProtocol):
-    """``HttpToolsProtocol`` whose parser-level 400 is the JSON envelope instead of plain text."""
+    """``HttpToolsProtocol`` whose parser-level 400 is the JSON envelope instead of plain text.
+
+    The bytes that arrive while a request's line and headers are incomplete are counted, and past
+    ``MAX_HEAD_BYTES`` the request is refused with that 400, as h11 does: httptools would buffer
+    a header of any size.
+    """
+
+    _head_open = True  # a request line and headers are being read
+    _head_bytes = 0
+
+    def data_received(self, data: bytes) -> None:
+        if self._head_open:
+            self._head_bytes += len(data)
+        super().data_received(data)
+        too_large = self._head_open and self._head_bytes > MAX_HEAD_BYTES
+        if too_large and not self.transport.is_closing():  # a head still arriving, already too big
+            self.send_400_response("request head too large")
+
+    def on_headers_complete(self) -> None:
+        self._head_open = False
+        size = len(self.url) + sum(len(name) + len(value) + 4 for name, value in self.headers)
+        if size > MAX_HEAD_BYTES:  # a whole head in one read: raised as a parser error, so a 400
+            raise ValueError("request head too large")
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._head_open, self._head_bytes = True, 0
 
     def send_400_response(self, msg: str) -> None:
         request_id = uuid.uuid4().hex
