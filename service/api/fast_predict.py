@@ -11,7 +11,8 @@ document does not change.
 
 A request whose model is already in memory (its reference resolved, its record and estimator
 cached) and whose working memory is small is scored on the event loop; any other is scored in
-the thread pool, as before. Both hold a slot of the ``PredictGate``.
+the thread pool, as before. Both hold a slot of the ``PredictGate``. ``service.api.shortcut``
+serves such requests straight from the request middleware.
 """
 
 from __future__ import annotations
@@ -21,10 +22,8 @@ from typing import Any, get_args
 import numpy as np
 import orjson
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
 from starlette.responses import Response
 
-from service.api.deps import get_predict_gate, get_settings, get_store
 from service.api.schemas.predict import Output, PredictRequest, PredictResponse
 from service.inference import predict as prediction
 from service.inference.limits import row_bytes
@@ -120,14 +119,11 @@ def as_json(out: dict[str, Any]) -> Response:
     return Response(orjson.dumps(content), media_type="application/json")
 
 
-async def score(request: Request, body: FastBody) -> dict[str, Any]:
+async def score(store: Any, settings: Any, gate: Any, body: FastBody) -> dict[str, Any]:
     """The outputs of ``body``, as the ``/predict`` endpoint computes them."""
-    store, settings, gate = get_store(request), get_settings(request), get_predict_gate(request)
 
     def run() -> dict[str, Any]:
         with gate.slot():
             return prediction.predict(store, settings, body)
 
-    out = run() if _in_memory(store, body) else await run_in_threadpool(run)
-    request.state.model_id = out["model_id"]
-    return out
+    return run() if _in_memory(store, body) else await run_in_threadpool(run)

@@ -3,22 +3,24 @@
 For every HTTP request, in order: give it a request id (echoed as ``X-Request-ID`` on every
 response); check the API key (401, before any body is read); cap the body (413, from
 ``Content-Length`` and again by counting the bytes as they stream in; 408 when the body stops
-arriving for ``body_timeout_s``); run the app, turning any
-unexpected exception into the 500 envelope; then write one JSON log line and the request metrics.
+arriving for ``body_timeout_s``); run the app (a ``POST /predict`` of our own JSON body
+is answered by ``service.api.shortcut`` without the router), turning any unexpected exception into
+the 500 envelope; then write one JSON log line and the request metrics.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
 import time
-import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from starlette.datastructures import MutableHeaders
 
+from service.api import shortcut
 from service.api.auth import API_KEY_HEADER, check_api_key
 from service.api.envelope import REQUEST_ID_HEADER, api_error_response, internal_error
 from service.api.metrics import Metrics
@@ -52,10 +54,10 @@ def wanted_headers(scope: Scope) -> dict[bytes, str]:
 
 
 def new_request_id(incoming: str | None) -> str:
-    """The caller's ``X-Request-ID`` when it is short and plain, else a fresh uuid4 hex."""
+    """The caller's ``X-Request-ID`` when it is short and plain, else 32 fresh random hex digits."""
     if incoming and _CLIENT_REQUEST_ID.match(incoming):
         return incoming
-    return uuid.uuid4().hex
+    return os.urandom(16).hex()  # as unguessable as a uuid4 hex, at a third of its cost
 
 
 def route_template(scope: Scope) -> str:
@@ -171,7 +173,11 @@ class RequestContextMiddleware:
             check_api_key(self.settings, scope["path"], headers.get(API_KEY_HEADER_KEY))
             self._check_declared_length(headers)
             body = await read_capped_body(receive, self.max_body, self.settings.body_timeout_s)
-            await self.app(scope, replay(body, receive), send_with_id)
+            response = await shortcut.answer(scope, body)
+            if response is not None:
+                await response(scope, receive, send_with_id)
+            else:
+                await self.app(scope, replay(body, receive), send_with_id)
         except ApiError as exc:
             await api_error_response(exc, request_id)(scope, receive, send_with_id)
         except Exception:
@@ -189,6 +195,8 @@ class RequestContextMiddleware:
         seconds = time.perf_counter() - started
         route = route_template(scope)
         self.metrics.observe_request(scope["method"], route, status, seconds)
+        if not access_log.isEnabledFor(logging.INFO):
+            return
         fields = {
             "request_id": request_id,
             "method": scope["method"],

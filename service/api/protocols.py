@@ -24,8 +24,6 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from service.api import fast_predict
-from service.api.content_types import is_json
 from service.api.csv_bodies import CSV_MEDIA_TYPE, CsvRoute, is_csv
 from service.api.deps import get_predict_gate, get_settings, get_store
 from service.api.envelope import request_id_of
@@ -99,16 +97,11 @@ class ProtocolRoute(CsvRoute):
 
     def get_route_handler(self) -> Callable[[Request], Any]:
         handler = super().get_route_handler()
-        fast = self.path == "/predict"
 
         async def protocol_handler(request: Request) -> Response:
             content_type = request.headers.get("content-type")
             if request.method == "POST" and not is_csv(content_type):
-                raw = await request.body()
-                if fast and is_json(content_type) and (own := fast_predict.fast_body(raw)):
-                    out = await fast_predict.score(request, own)
-                    return respond(request, out, fast_predict.as_json)
-                body = _json_object(raw)
+                body = _json_object(await request.body())
                 fmt = formats.body_format(body) if body is not None else None
                 if body is not None and fmt is not None:
                     ref = model_from_query(request)
@@ -149,11 +142,9 @@ def as_csv(out: dict[str, Any]) -> Response:
     return Response(buffer.getvalue(), media_type=CSV_MEDIA_TYPE, headers=headers)
 
 
-def respond(
-    request: Request, out: dict[str, Any], as_json: Callable[[dict[str, Any]], Any] = lambda o: o
-) -> Any:
-    """``out`` as CSV when the request's ``Accept`` prefers it, else ``as_json(out)``."""
-    return as_csv(out) if wants_csv(request.headers.get("accept")) else as_json(out)
+def respond(request: Request, out: dict[str, Any]) -> Any:
+    """``out`` as CSV when the request's ``Accept`` prefers it, else unchanged (JSON)."""
+    return as_csv(out) if wants_csv(request.headers.get("accept")) else out
 
 
 def with_model_query(extra: dict[str, Any]) -> dict[str, Any]:
