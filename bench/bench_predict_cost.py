@@ -256,6 +256,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=2000, help="requests per kind per round")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--log-level",
+        default="warning",
+        help="the server's BSVM_LOG_LEVEL (the service's default is info: one access line each)",
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
@@ -264,13 +269,17 @@ def main(argv: list[str] | None = None) -> int:
     os.sched_setaffinity(0, {CLIENT_CORE})
     with tempfile.TemporaryDirectory() as tmp:
         process, url = start_server(
-            Path(tmp), core=SERVER_CORE, module=["bench.bench_predict_cost", "--serve"]
+            Path(tmp),
+            core=SERVER_CORE,
+            module=["bench.bench_predict_cost", "--serve"],
+            log_level=args.log_level,
         )
         try:
             results = measure(url, process.pid, args.requests, args.rounds)
             rss_mb = peak_rss_mb(process.pid)
         finally:
             stop_server(process)
+    print(f"server log level: {args.log_level}; load average: {os.getloadavg()}")
     print(report(results, rss_mb, args.requests, args.rounds))
     return 0
 

@@ -31,7 +31,7 @@ def start_server(
     """
     data_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    env = server_env(data_dir, port, log_level="warning", **settings)
+    env = server_env(data_dir, port, **{"log_level": "warning", **settings})
     env["OPENBLAS_NUM_THREADS"] = "1"
     log = data_dir / f"server-{port}.log"
     with log.open("wb") as sink:
