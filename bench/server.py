@@ -13,25 +13,33 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from tests.service.live_server import ROOT, free_port, server_env, wait_ready
 
 
 def start_server(
-    data_dir: Path, *, core: int | Iterable[int] | None = None, **settings: str
+    data_dir: Path,
+    *,
+    core: int | Iterable[int] | None = None,
+    module: Sequence[str] = ("service",),
+    **settings: str,
 ) -> tuple[subprocess.Popen, str]:
-    """Start the server on ``data_dir`` (pinned to ``core`` if given); (process, base URL) once ready."""
+    """Start the server on ``data_dir`` (pinned to ``core`` if given); (process, base URL) once ready.
+
+    ``module`` is what follows ``python -m``: the service, or a bench's own server on the same
+    uvicorn options.
+    """
     cores = None if core is None else ({core} if isinstance(core, int) else set(core))
     data_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    env = server_env(data_dir, port, log_level="warning", **settings)
+    env = server_env(data_dir, port, **{"log_level": "warning", **settings})
     env["OPENBLAS_NUM_THREADS"] = "1"
     log = data_dir / f"server-{port}.log"
     with log.open("wb") as sink:
         process = subprocess.Popen(
-            [sys.executable, "-m", "service"],
+            [sys.executable, "-m", *module],
             cwd=ROOT,
             env=env,
             stdout=sink,

@@ -13,9 +13,15 @@ import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import check_is_fitted, check_random_state
+from sklearn.utils.validation import check_random_state
 
-from ._validation import check_fit_data, check_predict_data, check_squares_finite, encode_labels
+from ._validation import (
+    check_fit_data,
+    check_fitted,
+    check_predict_data,
+    check_squares_finite,
+    encode_labels,
+)
 from .calibration import fit_platt, pairwise_coupling, platt_proba
 from .exceptions import BsvmValueError
 from .multiclass import REST, binary_problems, ovo_votes, problem_targets
@@ -140,7 +146,7 @@ class SVMClassifierBase(ClassifierMixin, BaseEstimator):
         One-vs-rest returns each class's own decision value; one-vs-one returns pairwise votes plus a
         confidence tie-breaker in (-1/3, 1/3) (see ``multiclass.ovo_votes``).
         """
-        check_is_fitted(self, "binary_models_")
+        check_fitted(self, "binary_models_")
         X = check_predict_data(self, X)
         D = self._decision_matrix(X)
         if self.classes_.size == 2:
@@ -163,7 +169,7 @@ class SVMClassifierBase(ClassifierMixin, BaseEstimator):
         Binary: Platt's sigmoid. One-vs-one: Platt per pair, coupled by Wu, Lin & Weng (2004)
         method 2 (libsvm's rule). One-vs-rest: Platt per class, normalised to sum to one.
         """
-        check_is_fitted(self, "binary_models_")
+        check_fitted(self, "binary_models_")
         if self.platt_ is None:
             raise AttributeError(
                 "predict_proba needs a model fitted with probability=True; refit with it set."

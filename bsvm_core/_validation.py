@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .exceptions import BsvmValueError, DataRangeError
 
@@ -75,8 +75,33 @@ def check_fit_data(estimator: Any, X: Any, y: Any) -> tuple[np.ndarray, np.ndarr
     return X, y
 
 
+def check_fitted(estimator: Any, attribute: str) -> None:
+    """``check_is_fitted(estimator, attribute)``, skipped when ``attribute`` is already set."""
+    if not hasattr(estimator, attribute):
+        check_is_fitted(estimator, attribute)
+
+
+def _already_valid(estimator: Any, X: Any) -> bool:
+    """True when ``validate_data`` would hand X back unchanged and raise nothing.
+
+    That is a plain 2-D float64 array with rows, the fitted width and finite values, for an
+    estimator fitted without feature names (so there are none to compare).
+    """
+    return (
+        type(X) is np.ndarray
+        and X.dtype == np.float64
+        and X.ndim == 2
+        and X.shape[0] >= 1
+        and X.shape[1] == getattr(estimator, "n_features_in_", -1)
+        and not hasattr(estimator, "feature_names_in_")
+        and bool(np.isfinite(X).all())
+    )
+
+
 def check_predict_data(estimator: Any, X: Any) -> np.ndarray:
     """Validate X at predict time: finite, 2-D, and the feature count seen in fit."""
+    if _already_valid(estimator, X):
+        return X
     _reject_ragged(X, "X")
     try:
         return validate_data(estimator, X, dtype=np.float64, ensure_all_finite=True, reset=False)

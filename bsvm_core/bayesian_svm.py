@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.validation import check_is_fitted, check_random_state
+from sklearn.utils.validation import check_random_state
 
-from ._validation import check_fit_data, check_predict_data, encode_labels
+from ._validation import check_fit_data, check_fitted, check_predict_data, encode_labels
 from .bayesian_summary import (
     coefficient_draws,
     coefficient_means,
@@ -378,7 +378,7 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
     # -- prediction ----------------------------------------------------------------------------------
     def decision_function(self, X: Any) -> np.ndarray:
         """x'β + b: shape (n,) for two classes (> 0 means classes_[1]), else (n, n_classes)."""
-        check_is_fitted(self, "coef_")
+        check_fitted(self, "coef_")
         X = check_predict_data(self, X)
         f = X @ self.coef_.T + self.intercept_
         return f.ravel() if f.shape[1] == 1 else f
@@ -399,7 +399,7 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
         (at least one row), and ``n_jobs`` threads share the blocks (``n_jobs=None``: one thread
         per core, at most 4, since numpy releases the GIL in the heavy steps).
         """
-        check_is_fitted(self, "coef_")
+        check_fitted(self, "coef_")
         self._require_draws()
         X = check_predict_data(self, X)
         if not (_num(max_bytes) and max_bytes > 0):
@@ -409,12 +409,12 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
 
     def coefficient_means(self, scale: str = "original") -> np.ndarray:
         """(problems, 1 + d) point estimates with the intercept first, on ``scale``."""
-        check_is_fitted(self, "coef_")
+        check_fitted(self, "coef_")
         return coefficient_means(self, scale)
 
     def coefficient_draws(self, scale: str = "original") -> np.ndarray:
         """(problems, chains, draws, 1 + d) posterior draws with the intercept first (MCMC only)."""
-        check_is_fitted(self, "coef_")
+        check_fitted(self, "coef_")
         self._require_draws()
         return coefficient_draws(self, scale)
 
@@ -431,7 +431,7 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
         and None for the rest (the hinge has no curvature for a Laplace approximation). Multiclass
         rows carry a ``class`` key.
         """
-        check_is_fitted(self, "coef_")
+        check_fitted(self, "coef_")
         return summarise(self, level, scale)
 
 

@@ -9,8 +9,10 @@ import uvicorn
 from service.settings import Settings
 
 APP_FACTORY = "service.api.app:create_app"
-#: uvicorn's h11 protocol with its own 400 sent as the error envelope (service.api.http_protocol).
-HTTP_PROTOCOL = "service.api.http_protocol:EnvelopeH11Protocol"
+#: uvicorn's httptools protocol with its own 400 sent as the error envelope
+#: (service.api.http_protocol), on the uvloop event loop.
+HTTP_PROTOCOL = "service.api.http_protocol:EnvelopeHttpToolsProtocol"
+EVENT_LOOP = "uvloop"
 
 
 def uvicorn_options(settings: Settings) -> dict[str, Any]:
@@ -24,6 +26,7 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
         "access_log": False,  # service.access writes one structured line per request instead
         "proxy_headers": False,
         "http": HTTP_PROTOCOL,
+        "loop": EVENT_LOOP,
     }
 
 

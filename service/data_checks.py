@@ -14,7 +14,10 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 def as_matrix(rows: Sequence[Sequence[float]], settings: Settings, field: str = "X") -> np.ndarray:
-    """A finite float64 matrix of at most ``max_rows`` × ``max_features`` (422 otherwise)."""
+    """A finite float64 matrix of at most ``max_rows`` × ``max_features`` (422 otherwise).
+
+    ``rows`` may be nested lists or an array (a 2-D array is never ragged).
+    """
     if len(rows) == 0:
         raise InvalidInput("no rows were sent", [detail(field, "must hold at least one row")])
     width = len(rows[0])

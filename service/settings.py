@@ -97,9 +97,10 @@ class Settings(BaseSettings):
         8, ge=1, description="Predicts served at once by one process; more get 503 + Retry-After."
     )
     predict_batching: bool = Field(
-        True,
+        False,
         description="Score concurrent one-row predicts of the same model and outputs in one "
-        "vectorised call (adaptive micro-batching; bench/results.md has the figures).",
+        "vectorised call (adaptive micro-batching, off: JSON predicts of a loaded model are "
+        "answered on the event loop, which it does not batch; bench/results.md has the figures).",
     )
     predict_batch_wait_us: int = Field(
         500,

@@ -74,12 +74,19 @@ class Metrics:
             "Artifact bytes of the fitted models held in the LRU cache (BSVM_MODEL_CACHE_MB).",
             registry=self.registry,
         )
+        self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
         self.router = self._make_router()
 
     def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
         """Count one request and its latency."""
-        self.requests.labels(method, route, str(status)).inc()
-        self.latency.labels(method, route, str(status)).observe(seconds)
+        key = (method, route, status)
+        children = self._children.get(key)
+        if children is None:  # labels() takes a lock and builds a tuple on every call
+            labels = (method, route, str(status))
+            children = self.requests.labels(*labels), self.latency.labels(*labels)
+            self._children[key] = children
+        children[0].inc()
+        children[1].observe(seconds)
 
     def record_training(self, model_type: str, outcome: str, seconds: float) -> None:
         """Count one finished training (outcome: succeeded, failed, cancelled, timeout)."""

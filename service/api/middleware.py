@@ -3,22 +3,24 @@
 For every HTTP request, in order: give it a request id (echoed as ``X-Request-ID`` on every
 response); check the API key (401, before any body is read); cap the body (413, from
 ``Content-Length`` and again by counting the bytes as they stream in; 408 when the body stops
-arriving for ``body_timeout_s``); run the app, turning any
-unexpected exception into the 500 envelope; then write one JSON log line and the request metrics.
+arriving for ``body_timeout_s``); run the app (a ``POST /predict`` of our own JSON body
+is answered by ``service.api.shortcut`` without the router), turning any unexpected exception into
+the 500 envelope; then write one JSON log line and the request metrics.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
 import time
-import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from starlette.datastructures import Headers, MutableHeaders
+from starlette.datastructures import MutableHeaders
 
+from service.api import shortcut
 from service.api.auth import API_KEY_HEADER, check_api_key
 from service.api.envelope import REQUEST_ID_HEADER, api_error_response, internal_error
 from service.api.metrics import Metrics
@@ -36,11 +38,26 @@ _CLIENT_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 UNMATCHED_ROUTE = "<unmatched>"
 
 
+REQUEST_ID_HEADER_KEY = REQUEST_ID_HEADER.lower().encode()
+API_KEY_HEADER_KEY = API_KEY_HEADER.lower().encode()
+_WANTED = frozenset({REQUEST_ID_HEADER_KEY, API_KEY_HEADER_KEY, b"content-length"})
+
+
+def wanted_headers(scope: Scope) -> dict[bytes, str]:
+    """The headers the middleware reads (request id, API key, length), first of each, in one pass."""
+    found: dict[bytes, str] = {}
+    for key, value in scope["headers"]:
+        key = key.lower()
+        if key in _WANTED and key not in found:
+            found[key] = value.decode("latin-1")
+    return found
+
+
 def new_request_id(incoming: str | None) -> str:
-    """The caller's ``X-Request-ID`` when it is short and plain, else a fresh uuid4 hex."""
+    """The caller's ``X-Request-ID`` when it is short and plain, else 32 fresh random hex digits."""
     if incoming and _CLIENT_REQUEST_ID.match(incoming):
         return incoming
-    return uuid.uuid4().hex
+    return os.urandom(16).hex()  # as unguessable as a uuid4 hex, at a third of its cost
 
 
 def route_template(scope: Scope) -> str:
@@ -81,7 +98,8 @@ async def read_capped_body(receive: Receive, limit: int, timeout_s: float) -> by
     size = 0
     while True:
         try:
-            message = await asyncio.wait_for(receive(), timeout_s)
+            async with asyncio.timeout(timeout_s):  # a timer, not a task per chunk as wait_for
+                message = await receive()
         except TimeoutError:
             raise body_timed_out(timeout_s) from None
         if message["type"] == "http.disconnect":
@@ -119,13 +137,13 @@ class RequestContextMiddleware:
         self.metrics = metrics
         self.max_body = int(settings.max_body_mb * 1024 * 1024)
 
-    def _check_declared_length(self, headers: Headers) -> None:
+    def _check_declared_length(self, headers: dict[bytes, str]) -> None:
         """413 at once when ``Content-Length`` already says the body is too large.
 
         A malformed ``Content-Length`` never gets here (the HTTP server rejects it); the streamed
         count in ``read_capped_body`` is the check that cannot be lied to.
         """
-        declared = headers.get("content-length")
+        declared = headers.get(b"content-length")
         if declared is None:
             return
         if declared.isdigit() and int(declared) > self.max_body:
@@ -136,8 +154,8 @@ class RequestContextMiddleware:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
-        headers = Headers(scope=scope)
-        request_id = new_request_id(headers.get(REQUEST_ID_HEADER))
+        headers = wanted_headers(scope)
+        request_id = new_request_id(headers.get(REQUEST_ID_HEADER_KEY))
         state = scope.setdefault("state", {})
         state["request_id"] = request_id
         response_status = 500
@@ -152,10 +170,14 @@ class RequestContextMiddleware:
             await send(message)
 
         try:
-            check_api_key(self.settings, scope["path"], headers.get(API_KEY_HEADER))
+            check_api_key(self.settings, scope["path"], headers.get(API_KEY_HEADER_KEY))
             self._check_declared_length(headers)
             body = await read_capped_body(receive, self.max_body, self.settings.body_timeout_s)
-            await self.app(scope, replay(body, receive), send_with_id)
+            response = await shortcut.answer(scope, body)
+            if response is not None:
+                await response(scope, receive, send_with_id)
+            else:
+                await self.app(scope, replay(body, receive), send_with_id)
         except ApiError as exc:
             await api_error_response(exc, request_id)(scope, receive, send_with_id)
         except Exception:
@@ -173,6 +195,8 @@ class RequestContextMiddleware:
         seconds = time.perf_counter() - started
         route = route_template(scope)
         self.metrics.observe_request(scope["method"], route, status, seconds)
+        if not access_log.isEnabledFor(logging.INFO):
+            return
         fields = {
             "request_id": request_id,
             "method": scope["method"],

@@ -83,10 +83,10 @@ def model_from_query(request: Request) -> str:
     return ref
 
 
-async def _json_object(request: Request) -> dict[str, Any] | None:
+def _json_object(raw: bytes) -> dict[str, Any] | None:
     """The body as a JSON object, or ``None`` (FastAPI then reports what is wrong with it)."""
     try:
-        value = json.loads(await request.body())
+        value = json.loads(raw)
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
@@ -99,8 +99,9 @@ class ProtocolRoute(CsvRoute):
         handler = super().get_route_handler()
 
         async def protocol_handler(request: Request) -> Response:
-            if request.method == "POST" and not is_csv(request.headers.get("content-type")):
-                body = await _json_object(request)
+            content_type = request.headers.get("content-type")
+            if request.method == "POST" and not is_csv(content_type):
+                body = _json_object(await request.body())
                 fmt = formats.body_format(body) if body is not None else None
                 if body is not None and fmt is not None:
                     ref = model_from_query(request)

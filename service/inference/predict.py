@@ -14,6 +14,7 @@ from service.errors import Conflict, InvalidInput, detail
 from service.inference.batching import MicroBatcher
 from service.inference.limits import give_back_memory, row_bytes, score_in_blocks
 from service.inference.plots import CoefficientTrace
+from service.inference.scoring import scorer
 from service.repository.model_types import model_types_with
 from service.repository.store import ModelStore
 from service.settings import Settings
@@ -131,7 +132,7 @@ def predict(
 
     def score(rows: np.ndarray) -> dict[str, np.ndarray]:
         return {
-            name: score_in_blocks(getattr(estimator, SCORERS[name]), rows, per_row, budget)
+            name: score_in_blocks(scorer(estimator, SCORERS[name]), rows, per_row, budget)
             for name in SCORERS
             if name in outputs
         }

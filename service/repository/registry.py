@@ -5,12 +5,21 @@ Every question is one indexed query: a model id by primary key, ``name`` (latest
 key joined to it. A version is allocated by incrementing ``names.next_version`` in the same write
 transaction that inserts the model row, so concurrent trainings of one name from any number of
 processes get distinct versions, and versions are never reused after a delete.
+
+Resolved references are kept in memory for ``RESOLVE_CACHE_S`` seconds, so a busy predict asks
+the database once per reference and period instead of once per request. Every write made through
+this registry forgets them all at once, so this process sees its own deletes, new versions and
+moved aliases immediately; another process (a replica) sees them within ``RESOLVE_CACHE_S``.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,6 +43,10 @@ _ID_RE = re.compile(MODEL_ID_PATTERN)
 _NAME_RE = re.compile(NAME_PATTERN)
 _ALIAS_RE = re.compile(ALIAS_PATTERN)
 _VERSION_RE = re.compile(VERSION_PATTERN)
+
+RESOLVE_CACHE_S = 0.25
+"""How long a resolved reference is reused: the bound on how late a replica sees another's write."""
+RESOLVE_CACHE_SIZE = 4096
 
 
 def now_iso() -> str:
@@ -108,8 +121,27 @@ def schema_conflict(
 class ModelRegistry:
     """Model records, names, versions and aliases in one database."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, resolve_cache_s: float = RESOLVE_CACHE_S) -> None:
         self.db = db
+        self.resolve_cache_s = resolve_cache_s
+        self._resolved: dict[str, tuple[str, float]] = {}
+        self._generation = 0  # bumped by every write; a read begun before it is not kept
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        """``db.write()``, forgetting every resolved reference before and after it."""
+        self._forget()
+        try:
+            with self.db.write() as conn:
+                yield conn
+        finally:
+            self._forget()
+
+    def _forget(self) -> None:
+        with self._lock:
+            self._generation += 1
+            self._resolved.clear()
 
     # -- reading -------------------------------------------------------------------------------
     @staticmethod
@@ -184,7 +216,30 @@ class ModelRegistry:
             return self._records(conn, rows), int(total or 0)
 
     def resolve(self, ref: str, field: str = "model") -> str:
-        """Model id of ``ref``: an id, ``name`` (latest version), ``name@alias`` or ``name:version``."""
+        """Model id of ``ref``: an id, ``name`` (latest version), ``name@alias`` or ``name:version``.
+
+        Kept for ``resolve_cache_s`` seconds (see the module docstring); errors are not kept.
+        """
+        hit = self._resolved.get(ref)
+        now = time.monotonic()
+        if hit is not None and hit[1] > now:
+            return hit[0]
+        generation = self._generation
+        model_id = self._resolve(ref, field)
+        with self._lock:
+            if generation == self._generation:
+                if len(self._resolved) >= RESOLVE_CACHE_SIZE:
+                    self._resolved.clear()
+                self._resolved[ref] = (model_id, now + self.resolve_cache_s)
+        return model_id
+
+    def resolved(self, ref: str) -> str | None:
+        """The model id of ``ref`` if it is resolved in memory and still fresh, else ``None``."""
+        hit = self._resolved.get(ref)
+        return hit[0] if hit is not None and hit[1] > time.monotonic() else None
+
+    def _resolve(self, ref: str, field: str) -> str:
+        """``resolve`` from the database."""
         if is_model_id(ref):
             with self.db.read() as conn:
                 found = conn.execute(
@@ -292,7 +347,7 @@ class ModelRegistry:
         name = check_name(record["name"])
         for attempt in range(5):
             try:
-                with self.db.write() as conn:
+                with self._write() as conn:
                     self._ensure_name(conn, name)
                     self._claim_schema(conn, name, record, replace_schema)
                     version = conn.execute(
@@ -317,7 +372,7 @@ class ModelRegistry:
         """Insert a record that already has its id and version (the folder import); False if present."""
         name = check_name(record["name"])
         full = {k: v for k, v in record.items() if k != "aliases"}
-        with self.db.write() as conn:
+        with self._write() as conn:
             if conn.execute(
                 select(models.c.model_id).where(models.c.model_id == full["model_id"])
             ).first():
@@ -333,7 +388,7 @@ class ModelRegistry:
 
     def reserve_versions(self, name: str, next_version: int) -> None:
         """Make the next version of ``name`` at least ``next_version`` (the folder import)."""
-        with self.db.write() as conn:
+        with self._write() as conn:
             self._ensure_name(conn, check_name(name))
             conn.execute(
                 update(names)
@@ -344,7 +399,7 @@ class ModelRegistry:
     def delete(self, model_id: str) -> dict[str, Any]:
         """Remove ``model_id``'s row and the aliases pointing at it; its last record (404 if none)."""
         record = self.get_record(model_id)
-        with self.db.write() as conn:
+        with self._write() as conn:
             gone = conn.execute(delete(models).where(models.c.model_id == model_id)).rowcount
             conn.execute(
                 delete(aliases).where(
@@ -372,7 +427,7 @@ class ModelRegistry:
         """Remove ``name@alias`` (404 when it does not exist); the version itself stays."""
         check_name(name)
         check_alias(alias)
-        with self.db.write() as conn:
+        with self._write() as conn:
             gone = conn.execute(
                 delete(aliases).where(and_(aliases.c.name == name, aliases.c.alias == alias))
             ).rowcount
@@ -404,7 +459,7 @@ class ModelRegistry:
         check_name(name)
         check_alias(alias)
         model_id = self.resolve(f"{name}:{version}", field="version")
-        with self.db.write() as conn:
+        with self._write() as conn:
             moved = conn.execute(
                 update(aliases)
                 .where(and_(aliases.c.name == name, aliases.c.alias == alias))

@@ -96,6 +96,16 @@ class ModelStore:
                     self._records.pop(next(iter(self._records)))
         return record
 
+    def estimator_in_memory(self, ref: str) -> Any | None:
+        """The estimator of ``ref`` when its id, record and estimator are all in memory, else None.
+
+        Answers without any I/O, so a caller can tell whether a predict would block.
+        """
+        model_id = self.registry.resolved(ref)
+        if model_id is None or model_id not in self._records:
+            return None
+        return self.cache.get(model_id)
+
     def list_records(self, **filters: Any) -> tuple[list[dict[str, Any]], int]:
         """A page of records, newest first (see ``ModelRegistry.list_records``)."""
         return self.registry.list_records(**filters)

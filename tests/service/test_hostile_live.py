@@ -3,13 +3,16 @@ HTTP parser refuses (before the app sees them) still answer 400 as the envelope.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import select
 import socket
 import time
 
 import pytest
 
 from service.__main__ import HTTP_PROTOCOL, uvicorn_options
+from service.api.http_protocol import MAX_HEAD_BYTES
 from service.settings import Settings
 from tests.service.live_server import live_server
 
@@ -83,6 +86,60 @@ def test_request_the_parser_refuses_is_a_400_envelope(server, head):
     parsed = envelope_of(headers, body)
     assert parsed["code"] == "BAD_REQUEST"
     assert [d["field"] for d in parsed["details"]] == ["request"]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"POST /predict HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n",
+        b"POST /predict HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        b"GET /health/live HTTP/1.1\r\nHost: t\r\nX-Big: "
+        + b"a" * (MAX_HEAD_BYTES + 1)
+        + b"\r\n\r\n",
+        b"GET /health/live HTTP/1.1\r\nHost: t\r\n" + b"X-Many: a\r\n" * 2000 + b"\r\n",
+        b"GET /a b HTTP/1.1\r\nHost: t\r\n\r\n",
+        b"GET /health/live HTTP/9.9\r\nHost: t\r\n\r\n",
+    ],
+    ids=[
+        "bad-chunk",
+        "length-and-chunked",
+        "huge-header",
+        "many-headers",
+        "space-in-target",
+        "version",
+    ],
+)
+def test_more_requests_the_parser_refuses_are_400_envelopes(server, raw):
+    _, status, headers, body = exchange(server, raw)
+    assert status == 400
+    assert envelope_of(headers, body)["code"] == "BAD_REQUEST"
+    assert headers["connection"] == "close"
+
+
+def test_a_head_that_keeps_arriving_is_cut_at_the_cap(server):
+    host, port = server.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=CLIENT_TIMEOUT_S) as sock:
+        sock.sendall(b"GET /health/live HTTP/1.1\r\nHost: t\r\nX-Big: ")
+        try:
+            for _ in range(64):  # up to 256 KiB, a piece at a time, until the server answers
+                if select.select([sock], [], [], 0.02)[0]:
+                    break
+                sock.sendall(b"a" * 4096)
+        except OSError:
+            pass  # the server has closed the connection
+        received = b""
+        with contextlib.suppress(OSError):
+            while chunk := sock.recv(65536):
+                received += chunk
+    assert received.startswith(b"HTTP/1.1 400 ")
+    assert b'"code":"BAD_REQUEST"' in received
+
+
+def test_a_head_under_the_cap_is_served(server):
+    big = b"X-Big: " + b"a" * (MAX_HEAD_BYTES // 2) + b"\r\n"
+    raw = b"GET /health/live HTTP/1.1\r\nHost: t\r\nConnection: close\r\n" + big + b"\r\n"
+    assert exchange(server, raw)[1] == 200
 
 
 def test_garbage_request_line_is_a_400_envelope(server):

@@ -1,0 +1,129 @@
+"""``POST /predict`` with our own JSON body, read straight into numpy and answered in one dump.
+
+A valid body of our own format is parsed once by orjson, its ``X`` turned into a float64 matrix
+by numpy, and the outputs serialised once by orjson: no pydantic validation of every number, no
+second parse, no dependency resolution, no re-validation of the response model. Anything this
+reader is not sure of (bad JSON, a field of the wrong type or out of its bounds, an unknown
+field, a ragged or non-numeric ``X``) returns ``None`` and the request takes the full FastAPI path
+with the ``PredictRequest`` model, which answers exactly as it always has: the same 4xx
+envelopes, field names and messages. ``PredictRequest`` stays the declared body, so the OpenAPI
+document does not change.
+
+A request whose model is already in memory (its reference resolved, its record and estimator
+cached) and whose working memory is small is scored on the event loop; any other is scored in
+the thread pool, as before. Both hold a slot of the ``PredictGate``. ``service.api.shortcut``
+serves such requests straight from the request middleware.
+"""
+
+from __future__ import annotations
+
+from typing import Any, get_args
+
+import numpy as np
+import orjson
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import Response
+
+from service.api.schemas.predict import Output, PredictRequest, PredictResponse
+from service.inference import predict as prediction
+from service.inference.limits import row_bytes
+
+FIELDS = frozenset(PredictRequest.model_fields)
+OUTPUTS = frozenset(get_args(Output))
+DEFAULT_OUTPUTS = ("predictions",)
+MAX_MODEL_CHARS, MAX_OUTPUTS = 140, 8
+RESPONSE_FIELDS = tuple(PredictResponse.model_fields)
+NUMERIC_KINDS = frozenset("fiub")
+INLINE_BYTES = 2**20
+"""Predicts whose working memory (rows × bytes per row) is at most this run on the event loop."""
+
+
+class FastBody:
+    """What ``prediction.predict`` reads off a body, with ``X`` already a float64 matrix."""
+
+    __slots__ = ("X", "feature_names", "level", "model", "outputs")
+
+    def __init__(
+        self,
+        model: str,
+        X: np.ndarray,
+        outputs: list[str],
+        level: float,
+        feature_names: list[str] | None,
+    ) -> None:
+        self.model, self.X, self.outputs = model, X, outputs
+        self.level, self.feature_names = level, feature_names
+
+
+def _is_number(value: Any) -> bool:
+    return type(value) is float or type(value) is int
+
+
+def _matrix(rows: Any) -> np.ndarray | None:
+    """``rows`` as a float64 matrix when it is a non-empty list of equal, non-empty number lists.
+
+    Booleans count as numbers (0.0, 1.0), as ``list[float]`` takes them; anything else is None.
+    """
+    if type(rows) is not list or not rows or type(rows[0]) is not list:
+        return None
+    try:
+        M = np.array(rows)
+    except (ValueError, TypeError, OverflowError):
+        return None  # ragged, or not numbers
+    if M.ndim != 2 or M.shape[1] == 0 or M.dtype.kind not in NUMERIC_KINDS:
+        return None
+    return M if M.dtype == np.float64 else M.astype(np.float64)
+
+
+def fast_body(raw: bytes) -> FastBody | None:
+    """The body when it is certainly a valid ``PredictRequest``, else ``None`` (see docstring)."""
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    if type(value) is not dict or not value.keys() <= FIELDS:
+        return None
+    model = value.get("model")
+    if type(model) is not str or not 1 <= len(model) <= MAX_MODEL_CHARS:
+        return None
+    outputs = value.get("outputs", DEFAULT_OUTPUTS)
+    if type(outputs) not in (list, tuple) or not 1 <= len(outputs) <= MAX_OUTPUTS:
+        return None
+    if not all(type(name) is str and name in OUTPUTS for name in outputs):
+        return None
+    level = value.get("level", 0.95)
+    if not _is_number(level) or not 0.0 < level < 1.0:
+        return None
+    names = value.get("feature_names")
+    if names is not None and (type(names) is not list or not all(type(n) is str for n in names)):
+        return None
+    X = _matrix(value.get("X"))
+    if X is None:
+        return None
+    return FastBody(model, X, list(outputs), float(level), names)
+
+
+def _in_memory(store: Any, body: FastBody) -> bool:
+    """True when scoring ``body`` needs no I/O and little memory (so it may run on the loop)."""
+    estimator = store.estimator_in_memory(body.model)
+    if estimator is None:
+        return False
+    return body.X.shape[0] * row_bytes(estimator, body.X.shape[1]) <= INLINE_BYTES
+
+
+def as_json(out: dict[str, Any]) -> Response:
+    """The outputs as ``PredictResponse`` JSON: every field in order, absent ones null."""
+    content = {key: out.get(key) for key in RESPONSE_FIELDS}
+    if content["dropped_columns"] is None:
+        content["dropped_columns"] = []
+    return Response(orjson.dumps(content), media_type="application/json")
+
+
+async def score(store: Any, settings: Any, gate: Any, body: FastBody) -> dict[str, Any]:
+    """The outputs of ``body``, as the ``/predict`` endpoint computes them."""
+
+    def run() -> dict[str, Any]:
+        with gate.slot():
+            return prediction.predict(store, settings, body)
+
+    return run() if _in_memory(store, body) else await run_in_threadpool(run)
