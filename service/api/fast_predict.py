@@ -119,11 +119,19 @@ def as_json(out: dict[str, Any]) -> Response:
     return Response(orjson.dumps(content), media_type="application/json")
 
 
-async def score(store: Any, settings: Any, gate: Any, body: FastBody) -> dict[str, Any]:
-    """The outputs of ``body``, as the ``/predict`` endpoint computes them."""
+async def score(
+    store: Any, settings: Any, gate: Any, body: FastBody, *, batcher: Any = None
+) -> dict[str, Any]:
+    """The outputs of ``body``, as the ``/predict`` endpoint computes them.
+
+    A loaded model with little working memory is scored on the loop; with micro-batching on
+    (``batcher``), in the thread pool, where concurrent one-row requests can meet.
+    """
 
     def run() -> dict[str, Any]:
         with gate.slot():
-            return prediction.predict(store, settings, body)
+            return prediction.predict(store, settings, body, batcher)
 
-    return run() if _in_memory(store, body) else await run_in_threadpool(run)
+    if batcher is None and _in_memory(store, body):
+        return run()
+    return await run_in_threadpool(run)

@@ -62,6 +62,7 @@ async def answer(scope: Scope, body: bytes) -> Response | None:
     if own is None:
         return None
     scope["route"] = ROUTE
-    out = await fast_predict.score(store, state.settings, state.predict_gate, own)
+    batcher = getattr(state, "predict_batcher", None)
+    out = await fast_predict.score(store, state.settings, state.predict_gate, own, batcher=batcher)
     scope["state"]["model_id"] = out["model_id"]
     return as_csv(out) if wants_csv(accept) else fast_predict.as_json(out)

@@ -161,9 +161,9 @@ def test_a_valid_body_is_answered_by_the_fast_path(client, iris_model, monkeypat
     taken = []
     real = fast_predict.score
 
-    async def spy(*args):
+    async def spy(*args, **kwargs):
         taken.append(args[-1])
-        return await real(*args)
+        return await real(*args, **kwargs)
 
     monkeypatch.setattr(fast_predict, "score", spy)
     assert answer(client, body) == fast and len(taken) == 1
