@@ -17,6 +17,7 @@ serves such requests straight from the request middleware.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, get_args
 
 import numpy as np
@@ -25,6 +26,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from service.api.schemas.predict import Output, PredictRequest, PredictResponse
+from service.errors import ApiError
 from service.inference import predict as prediction
 from service.inference.limits import row_bytes
 
@@ -132,6 +134,11 @@ async def score(
         with gate.slot():
             return prediction.predict(store, settings, body, batcher)
 
+    if batcher is None and not _in_memory(store, body):
+        # the reference needs the registry (its cached resolution lapsed): ask it off the loop,
+        # holding no predict slot (a query, not a model's memory), then look again
+        with contextlib.suppress(ApiError):  # predict below raises it again, with its envelope
+            await run_in_threadpool(store.resolve, body.model)
     if batcher is None and _in_memory(store, body):
         return run()
     return await run_in_threadpool(run)
