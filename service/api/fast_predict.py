@@ -25,7 +25,13 @@ import orjson
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from service.api.schemas.predict import Output, PredictRequest, PredictResponse
+from service.api.schemas.predict import (
+    MAX_OUTPUTS,
+    MODEL_REF_MAX_CHARS,
+    Output,
+    PredictRequest,
+    PredictResponse,
+)
 from service.errors import ApiError
 from service.inference import predict as prediction
 from service.inference.limits import row_bytes
@@ -33,7 +39,6 @@ from service.inference.limits import row_bytes
 FIELDS = frozenset(PredictRequest.model_fields)
 OUTPUTS = frozenset(get_args(Output))
 DEFAULT_OUTPUTS = ("predictions",)
-MAX_MODEL_CHARS, MAX_OUTPUTS = 140, 8
 RESPONSE_FIELDS = tuple(PredictResponse.model_fields)
 NUMERIC_KINDS = frozenset("fiub")
 INLINE_BYTES = 2**20
@@ -86,7 +91,7 @@ def fast_body(raw: bytes) -> FastBody | None:
     if type(value) is not dict or not value.keys() <= FIELDS:
         return None
     model = value.get("model")
-    if type(model) is not str or not 1 <= len(model) <= MAX_MODEL_CHARS:
+    if type(model) is not str or not 1 <= len(model) <= MODEL_REF_MAX_CHARS:
         return None
     outputs = value.get("outputs", DEFAULT_OUTPUTS)
     if type(outputs) not in (list, tuple) or not 1 <= len(outputs) <= MAX_OUTPUTS:

@@ -40,11 +40,14 @@ UNMATCHED_ROUTE = "<unmatched>"
 
 REQUEST_ID_HEADER_KEY = REQUEST_ID_HEADER.lower().encode()
 API_KEY_HEADER_KEY = API_KEY_HEADER.lower().encode()
-_WANTED = frozenset({REQUEST_ID_HEADER_KEY, API_KEY_HEADER_KEY, b"content-length"})
+_WANTED = frozenset(
+    {REQUEST_ID_HEADER_KEY, API_KEY_HEADER_KEY, b"content-length", b"content-type", b"accept"}
+)
 
 
 def wanted_headers(scope: Scope) -> dict[bytes, str]:
-    """The headers the middleware reads (request id, API key, length), first of each, in one pass."""
+    """The headers the middleware and the ``/predict`` shortcut read (request id, API key,
+    length, type, accept), first of each, in one pass."""
     found: dict[bytes, str] = {}
     for key, value in scope["headers"]:
         key = key.lower()
@@ -173,7 +176,7 @@ class RequestContextMiddleware:
             check_api_key(self.settings, scope["path"], headers.get(API_KEY_HEADER_KEY))
             self._check_declared_length(headers)
             body = await read_capped_body(receive, self.max_body, self.settings.body_timeout_s)
-            response = await shortcut.answer(scope, body)
+            response = await shortcut.answer(scope, body, headers)
             if response is not None:
                 await response(scope, receive, send_with_id)
             else:

@@ -35,24 +35,16 @@ class PredictRoute:
 ROUTE = PredictRoute()
 
 
-def _content_type_and_accept(scope: Scope) -> tuple[str | None, str | None]:
-    """The first ``Content-Type`` and ``Accept`` headers of the request (None when absent)."""
-    content_type = accept = None
-    for key, value in scope["headers"]:
-        key = key.lower()
-        if key == b"content-type" and content_type is None:
-            content_type = value.decode("latin-1")
-        elif key == b"accept" and accept is None:
-            accept = value.decode("latin-1")
-    return content_type, accept
+async def answer(scope: Scope, body: bytes, headers: dict[bytes, str]) -> Response | None:
+    """The response to ``scope`` with ``body`` if this module serves it, else ``None``.
 
-
-async def answer(scope: Scope, body: bytes) -> Response | None:
-    """The response to ``scope`` with ``body`` if this module serves it, else ``None``."""
+    ``headers`` are the request's first ``content-type`` and ``accept`` headers (and others)
+    by lower-case name, as the middleware read them.
+    """
     if scope["path"] != PATH or scope["method"] != "POST":
         return None
-    content_type, accept = _content_type_and_accept(scope)
-    if not is_json(content_type):
+    accept = headers.get(b"accept")
+    if not is_json(headers.get(b"content-type")):
         return None
     state = scope["app"].state
     store = getattr(state, "store", None)

@@ -26,6 +26,10 @@ DEPRECATED_OUTPUTS = {
 }
 """Former names of the outputs, kept working: each asks for the response key it maps to."""
 Label = int | str
+MODEL_REF_MAX_CHARS = 140
+"""Longest model reference ``POST /predict`` takes (``model``)."""
+MAX_OUTPUTS = 8
+"""Most entries of ``outputs``."""
 
 
 class PredictRequest(BaseModel):
@@ -35,7 +39,7 @@ class PredictRequest(BaseModel):
 
     model: str = Field(
         min_length=1,
-        max_length=140,
+        max_length=MODEL_REF_MAX_CHARS,
         description="A model id, a name (its latest version), `name@alias` or `name:version`.",
         examples=["iris-demo", "iris-demo@stable", "iris-demo:2"],
     )
@@ -43,7 +47,7 @@ class PredictRequest(BaseModel):
     outputs: list[Output] = Field(
         default_factory=lambda: ["predictions"],
         min_length=1,
-        max_length=8,
+        max_length=MAX_OUTPUTS,
         description="The response keys to fill: `predictions`, `decision_function`, "
         "`probabilities` (a model with probabilities), `intervals` (a model with posterior "
         "draws). Deprecated, still accepted: `label`, `decision`, `probability`, `interval`.",
