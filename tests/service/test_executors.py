@@ -53,6 +53,20 @@ def run(
     return executor.run(task, timeout_s=timeout_s, cancelled=cancelled, on_progress=on_progress)
 
 
+def remote_and_local(cluster: Any, executor: DaskExecutor, task: TrainTask) -> tuple[Any, ...]:
+    """``task`` run on the cluster (watching its task stream) and locally; both succeeded.
+
+    Returns (remote outcome, local outcome, the keys of the tasks the cluster ran).
+    """
+    with distributed.Client(cluster.scheduler_address, set_as_default=False) as observer:
+        with distributed.get_task_stream(client=observer) as stream:
+            remote = run(executor, task)
+        keys = [str(item["key"]) for item in stream.data]
+    local = run(LocalExecutor(), task)
+    assert remote.status == local.status == "succeeded", remote.message
+    return remote, local, keys
+
+
 def task_of(model_type: str, params: dict[str, Any], X: np.ndarray, y: np.ndarray) -> TrainTask:
     meta = {"name": model_type, "feature_names": None, "random_state": None, "evaluation": None}
     spec = build_registry()[model_type]
@@ -139,12 +153,7 @@ def test_mcmc_chains_run_as_cluster_tasks_and_match_the_local_draws(cluster, exe
     X, y = cancer
     params = {"n_chains": 2, "n_draws": 40, "burn_in": 10, "random_state": 7}
     task = task_of("mcmc_svm", params, X, y)
-    with distributed.Client(cluster.scheduler_address, set_as_default=False) as observer:
-        with distributed.get_task_stream(client=observer) as stream:
-            remote = run(executor, task)
-        keys = [str(item["key"]) for item in stream.data]
-    local = run(LocalExecutor(), task)
-    assert remote.status == local.status == "succeeded", remote.message
+    remote, local, keys = remote_and_local(cluster, executor, task)
     assert any(k.endswith("-fit") and k.startswith("bsvm-") for k in keys), keys
     chain_tasks = [k for k in keys if not k.startswith("bsvm-")]
     assert chain_tasks, keys  # the chains ran as tasks of their own, beside the outer one
@@ -160,12 +169,7 @@ def test_cv_and_search_folds_run_as_cluster_tasks_and_match_local(cluster, execu
     task.cv = {"k": 3, "random_state": 0}
     task.search = {"grid": {"tol": [1e-4, 1e-2]}, "candidates": [{"tol": 1e-4}, {"tol": 1e-2}],
                    "scoring": "f1", "k": 3, "random_state": 0}  # fmt: skip
-    with distributed.Client(cluster.scheduler_address, set_as_default=False) as observer:
-        with distributed.get_task_stream(client=observer) as stream:
-            remote = run(executor, task)
-        keys = [str(item["key"]) for item in stream.data]
-    local = run(LocalExecutor(), task)
-    assert remote.status == local.status == "succeeded", remote.message
+    remote, local, keys = remote_and_local(cluster, executor, task)
     assert [k for k in keys if not k.startswith("bsvm-")], keys  # the folds ran as tasks
     assert remote.result.metrics["cv"] == local.result.metrics["cv"]
     assert remote.result.extras["search"] == local.result.extras["search"]
