@@ -12,7 +12,9 @@ pass and one compaction keep only the candidates beyond the thresholds, and a sm
 among them gives the exact order statistics; the selected values themselves show whether the
 thresholds held. Rows they miss go through thresholds from a sub-sample of the row, and wide
 intervals (tails beyond a quarter of the draws) or rows still missed through ``np.partition``.
-Threads share the rows: every heavy step is a numpy call that releases the GIL.
+Rows go through grouped by the axis along which they project the draws, with the draws laid out
+in their group's order (``draw_order``): a row's candidates then sit in long runs at the two ends,
+which makes the compaction several times cheaper. Threads share the rows: every heavy step is a numpy call that releases the GIL.
 """
 
 from __future__ import annotations
@@ -24,14 +26,17 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from scipy import special
 
+from .draw_order import draw_order, group_rows, n_groups_for
+
 DEFAULT_MAX_BYTES = 64 * 2**20
 """Working-memory budget of one block (the values of F plus two boolean masks), in bytes."""
 
 BYTES_PER_VALUE = 10
 """Memory per entry of a block: float64 value (8) and two comparison masks (1 + 1)."""
 
-CACHE_BLOCK_BYTES = 2 * 2**20
-"""Blocks are kept near this size (float64 values) so that they stay in the CPU cache."""
+CACHE_BLOCK_BYTES = 4 * 2**20
+"""Blocks are kept near this size (float64 values): within the last-level cache, and large enough
+that the per-block Python calls (about 160 µs) stay a small share of the work."""
 
 SUBSAMPLE = 512
 """Draws per row that estimate the selection thresholds."""
@@ -294,39 +299,63 @@ def projection_quantiles(
     tails = _tails(ranks, G)
     n_low = 0 if tails is None else sum(r < tails[0] for r in ranks)
     moments = draw_moments(Wt)
+    if n == 0:
+        return result
+    centres, labels = group_rows(X, moments[1], n_groups_for(n, step))
+    segments = _segments(labels, step, n_threads)
 
-    def run(rows: range) -> None:
-        width = min(step, len(rows))
+    def run(part: list[tuple[int, np.ndarray]]) -> None:
+        width = min(step, max((len(rows) for _, rows in part), default=1))
         values = np.empty((width, G))
         mask = np.empty((2, width, G), dtype=bool)
         margins: tuple[float, float] | None = None  # in SDs, learnt block by block
-        chunk = max(1, GUIDE_ROWS // step) * step
-        for first in range(rows.start, rows.stop, chunk):
-            stop = min(first + chunk, rows.stop)
-            Xt = np.column_stack([np.ones(stop - first), X[first:stop]])
+        group, Wg = -1, Wt
+        for g, rows in part:
+            if g != group:
+                group, Wg = g, np.take(Wt, draw_order(centres[g], Wt), axis=1)
+            Xt = np.column_stack([np.ones(rows.size), X[rows]])
             guides = None if tails is None else tail_guide(Xt, moments, tails, G)
-            for start in range(first, first + Xt.shape[0], step):
-                rel = slice(start - first, min(start - first + step, Xt.shape[0]))
+            for start in range(0, rows.size, step):
+                rel = slice(start, min(start + step, rows.size))
                 m = rel.stop - rel.start
-                F = np.matmul(Xt[rel], Wt, out=values[:m])
+                F = np.matmul(Xt[rel], Wg, out=values[:m])
                 if guides is None:
                     stats = order_statistics(F, ranks, mask[:, :m])
                 else:
-                    mu, sd, g_lo, g_hi = (g[rel] for g in guides)
+                    mu, sd, g_lo, g_hi = (v[rel] for v in guides)
                     guess = None
                     if margins is not None:
                         guess = (mu + (g_lo + margins[0]) * sd, mu + (g_hi - margins[1]) * sd)
                     stats = order_statistics(F, ranks, mask[:, :m], guess)
                     margins = _learn_margins(stats, n_low, mu, sd, (g_lo, g_hi))
                 for i, (below, above, gamma) in enumerate(positions):
-                    result[i, start : start + m] = lerp(
+                    result[i, rows[rel]] = lerp(
                         stats[:, where[below]], stats[:, where[above]], gamma
                     )
 
-    parts = [range(n * t // n_threads, n * (t + 1) // n_threads) for t in range(n_threads)]
     if n_threads == 1:
-        run(parts[0])
+        run(segments[0])
     else:
         with ThreadPoolExecutor(n_threads) as pool:
-            list(pool.map(run, parts))
+            list(pool.map(run, segments))
     return result
+
+
+def _segments(labels: np.ndarray, step: int, n_threads: int) -> list[list[tuple[int, np.ndarray]]]:
+    """Rows in runs of one group (at most ``GUIDE_ROWS``, whole blocks), split among the threads.
+
+    Group by group, each thread takes about n / n_threads rows; a run never spans two groups.
+    """
+    n = labels.size
+    order = np.argsort(labels, kind="stable")
+    bounds = np.searchsorted(labels[order], np.arange(labels.max(initial=0) + 2))
+    share = -(-n // n_threads)
+    chunk = max(1, min(GUIDE_ROWS, -(-share // 4)) // step) * step
+    parts: list[list[tuple[int, np.ndarray]]] = [[] for _ in range(n_threads)]
+    taken = 0
+    for g in range(bounds.size - 1):
+        for start in range(int(bounds[g]), int(bounds[g + 1]), chunk):
+            rows = order[start : min(start + chunk, int(bounds[g + 1]))]
+            parts[min(taken // share, n_threads - 1)].append((g, rows))
+            taken += rows.size
+    return parts
