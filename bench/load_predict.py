@@ -21,6 +21,10 @@ Cores. The machine has two. Tables:
   generator costing ``g`` and the server ``s`` CPU per request, two workers can at best reach
   ``2 / (s + g)`` requests per second, one worker ``1 / s``, so the ratio here is bounded by
   ``2 s / (s + g)`` and understates what two workers do on a machine with a spare core.
+  ``--pipeline N`` (shared only) has each client write N requests at once and read their
+  answers in order (HTTP/1.1 pipelining): the generator's cost per request ``g`` falls several
+  times, so the ratio comes near what the two workers themselves do. Latencies then run from
+  the write of the N requests to each answer.
 * ``batching`` — adaptive micro-batching (``BSVM_PREDICT_BATCHING``) off and on, two servers
   side by side on core 0 (generator on core 1), their runs interleaved ``--rounds`` times so
   that a change in the machine's other load hits both.
@@ -103,13 +107,15 @@ def predict_requests(port: int, model_id: str, X: np.ndarray) -> list[bytes]:
 
 
 def generate(
-    port: int, requests: list[bytes], clients: int, seconds: float, cores: set[int]
+    port: int, requests: list[bytes], clients: int, seconds: float, cores: set[int], depth: int = 1
 ) -> dict:
-    """Run ``bench.load_generator`` pinned to ``cores``; its JSON summary."""
+    """Run ``bench.load_generator`` pinned to ``cores`` (``depth`` requests in flight per
+    client); its JSON summary."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
         json.dump([r.decode("latin-1") for r in requests], fh)
     command = [sys.executable, "-m", "bench.load_generator", "--port", str(port)]
     command += ["--requests", fh.name, "--clients", str(clients), "--seconds", str(seconds)]
+    command += ["--pipeline", str(depth)]
     try:
         done = subprocess.run(
             command,
@@ -142,13 +148,14 @@ def measured(
     clients: int,
     seconds: float,
     cores: set[int],
+    depth: int = 1,
 ) -> str:
     """One run against a started server, as a Markdown row."""
     processes = serving(pid)
     for p in processes:
         reset_peak_rss(p)
     cpu = sum(cpu_seconds(p) for p in process_tree(pid))
-    result = generate(port, requests, clients, seconds, cores)
+    result = generate(port, requests, clients, seconds, cores, depth)
     cpu = sum(cpu_seconds(p) for p in process_tree(pid)) - cpu
     total = result["rate"] * (result["seconds"] + 0.5)  # the warm-up's requests cost CPU too
     rss = "+".join(f"{peak_rss_mb(p):.0f}" for p in processes)
@@ -199,6 +206,7 @@ def served(
     seconds: float,
     settings: dict[str, str],
     live: bool,
+    depth: int = 1,
 ) -> list[str]:
     """Start a server for ``table`` (split or shared), train, run every client count."""
     server_cores, generator_cores = (SERVER, GENERATOR) if table == "split" else (BOTH, BOTH)
@@ -216,12 +224,12 @@ def served(
                     )
                     rows.append(row.replace(f"| {table} |", f"| {table} GET /health/live |"))
             requests = predict_requests(port, model_id, X)
+            label = table if depth == 1 else f"{table}, pipeline {depth}"
             for n in clients:
-                rows.append(
-                    measured(
-                        table, workers, process.pid, port, requests, n, seconds, generator_cores
-                    )
+                row = measured(
+                    table, workers, process.pid, port, requests, n, seconds, generator_cores, depth
                 )
+                rows.append(row.replace(f"| {table} |", f"| {label} |", 1))
             return rows
         finally:
             stop_server(process)
@@ -269,6 +277,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-wait-us", type=int, default=500, help="for batching")
     parser.add_argument("--rounds", type=int, default=2, help="for batching: A/B repeats")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="for shared")
+    parser.add_argument(
+        "--pipeline",
+        type=int,
+        nargs="+",
+        default=[1],
+        help="for shared: requests in flight per client (HTTP/1.1 pipelining), one run each",
+    )
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--live", action="store_true", help="also GET /health/live")
     args = parser.parse_args(argv)
@@ -289,8 +304,11 @@ def main(argv: list[str] | None = None) -> int:
         else:
             rows = [
                 row
+                for depth in args.pipeline
                 for workers in args.workers
-                for row in served("shared", workers, args.clients, args.seconds, settings, False)
+                for row in served(
+                    "shared", workers, args.clients, args.seconds, settings, False, depth
+                )
             ]
         for row in rows:
             print(row, flush=True)
