@@ -14,9 +14,9 @@ three times with the same seeds, before, between and after the emcee runs (about
 and the median is used, so that both sides see the same load.  emcee starts from Gibbs posterior draws, so
 its burn-in is not spent travelling; its chain is stored every 10th step (τ is about 1,000 steps,
 so this loses no ESS), and the two posterior means are compared as a check of the common target.
-The Gibbs sampler runs with its defaults (over-relaxed β step, ρ = −0.9; see
-:mod:`bsvm_core.solvers.bayes_gibbs`).  Each figure has the process's
-peak RSS while that sampler ran beside it (sampled every 50 ms).
+The Gibbs sampler runs with its defaults (over-relaxed β step, ρ = −0.9; the chains advanced
+together by :func:`~bsvm_core.solvers.bayes_gibbs.run_gibbs_chains`, as ``BayesianSVM`` runs
+them).  Each figure has the process's peak RSS while that sampler ran beside it (sampled every 50 ms).
 Run: ``python -m bench bayes_mcmc [--quick]``.
 """
 
@@ -30,7 +30,7 @@ from sklearn.datasets import load_breast_cancer
 from threadpoolctl import threadpool_limits
 
 from bsvm_core import diagnostics
-from bsvm_core.solvers.bayes_gibbs import run_gibbs
+from bsvm_core.solvers.bayes_gibbs import run_gibbs_chains
 
 from .common import peak_rss_during, row
 
@@ -61,19 +61,16 @@ def bulk_ess(draws: np.ndarray) -> np.ndarray:
 def gibbs_run(
     Xt: np.ndarray, alpha: float, nu: float, chains: int, draws: int, burn: int
 ) -> tuple[float, float, np.ndarray]:
-    """Wall and CPU seconds of ``chains`` Gibbs chains run in turn, and their (chains, draws, k)."""
+    """Wall and CPU seconds of ``chains`` Gibbs chains run together, and their (chains, draws, k)."""
     penalised = np.ones(Xt.shape[1], dtype=bool)
     penalised[0] = False
     start, cpu = time.perf_counter(), time.process_time()
-    runs = [
-        run_gibbs(
-            Xt, alpha=alpha, nu=nu, learn_nu=False, a_nu=1.0, b_nu=1.0, n_draws=draws,
-            burn_in=burn, thin=1, penalised=penalised, seed=s,
-        )
-        for s in np.random.SeedSequence(0).spawn(chains)
-    ]  # fmt: skip
+    run = run_gibbs_chains(
+        Xt, alpha=alpha, nu=nu, learn_nu=False, a_nu=1.0, b_nu=1.0, n_draws=draws,
+        burn_in=burn, thin=1, penalised=penalised, seeds=np.random.SeedSequence(0).spawn(chains),
+    )  # fmt: skip
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-    return seconds, cpu, np.stack([r["beta_draws"] for r in runs])
+    return seconds, cpu, run["beta_draws"]
 
 
 def gibbs_measured(

@@ -107,8 +107,11 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
     random_state : int, RandomState or None
         Seeds the MCMC chains (independent children of one ``np.random.SeedSequence``).
     n_jobs : int or None
-        joblib workers for the chains × one-vs-rest problems, and threads of ``predict_interval``
-        (None there: one per core, at most 4).
+        joblib workers for the one-vs-rest problems and their chains, and threads of
+        ``predict_interval`` (None there: one per core, at most 4). ``method="mcmc"`` advances the
+        chains of one problem together in batched numpy calls; with more workers than problems
+        each problem's chains are split into up to ``n_jobs // n_problems`` batches, one per job.
+        ``spike_slab`` runs one job per chain.
     warm_start : bool, default=False
         EM: start from the previous ``fit``'s mode (``beta_std_``, when its shape matches) instead
         of the ridge starting point, as scikit-learn's ``warm_start``; for paths over ν. Exact zeros
@@ -296,7 +299,7 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
         self.converged_ = all(r.converged for r in results)
 
     def _fit_mcmc(self, tasks: list[np.ndarray], penalised: np.ndarray) -> None:
-        from .solvers.bayes_gibbs import run_gibbs
+        from .solvers.bayes_gibbs import run_gibbs_chains
         from .solvers.bayes_spike_slab import run_spike_slab
 
         rs = self.random_state
@@ -307,22 +310,44 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
             "burn_in": self.burn_in, "thin": self.thin, "penalised": penalised,
         }  # fmt: skip
         if self.method == "mcmc":
-            run, extra = run_gibbs, {"learn_nu": bool(self.learn_nu), "a_nu": self.a_nu,
-                                     "b_nu": self.b_nu}  # fmt: skip
+            # chains of one problem run batched; the n_jobs workers split them into groups
+            per_task = max(1, min(self.n_chains, effective_n_jobs(self.n_jobs) // len(tasks)))
+            groups = [
+                (t, [t * self.n_chains + c for c in chunk])
+                for t in range(len(tasks))
+                for chunk in np.array_split(np.arange(self.n_chains), per_task)
+            ]
+            extra = {"learn_nu": bool(self.learn_nu), "a_nu": self.a_nu, "b_nu": self.b_nu}
+            meter = self._meter(len(groups))
+            jobs = [
+                delayed(run_gibbs_chains)(
+                    tasks[t],
+                    seeds=[seeds[i] for i in chain_ids],
+                    progress=meter.part(j) if meter else None,
+                    **common,
+                    **extra,
+                )
+                for j, (t, chain_ids) in enumerate(groups)
+            ]
+            batches = Parallel(n_jobs=self.n_jobs, prefer="threads" if meter else None)(jobs)
+            out = [
+                {key: value[c] for key, value in batch.items()}
+                for batch in batches
+                for c in range(len(batch["nu_draws"]))
+            ]  # per chain, in seed order: groups are contiguous and in order
         else:
-            run, extra = run_spike_slab, {"prior_inclusion": float(self.prior_inclusion)}
-        meter = self._meter(len(seeds))
-        jobs = [
-            delayed(run)(
-                tasks[i // self.n_chains],
-                seed=seed,
-                progress=meter.part(i) if meter else None,
-                **common,
-                **extra,
-            )
-            for i, seed in enumerate(seeds)
-        ]
-        out = Parallel(n_jobs=self.n_jobs, prefer="threads" if meter else None)(jobs)
+            meter = self._meter(len(seeds))
+            jobs = [
+                delayed(run_spike_slab)(
+                    tasks[i // self.n_chains],
+                    seed=seed,
+                    progress=meter.part(i) if meter else None,
+                    prior_inclusion=float(self.prior_inclusion),
+                    **common,
+                )
+                for i, seed in enumerate(seeds)
+            ]
+            out = Parallel(n_jobs=self.n_jobs, prefer="threads" if meter else None)(jobs)
         shape = (len(tasks), self.n_chains)
         draws = np.array([o["beta_draws"] for o in out]).reshape(*shape, self.n_draws, -1)
         rb = np.array([o["beta_rb"] for o in out]).reshape(*shape, -1).mean(axis=1)

@@ -9,7 +9,7 @@ import pytest
 from scipy import linalg
 
 from bsvm_core import diagnostics as dg
-from bsvm_core.solvers.bayes_gibbs import penalised_selector, run_gibbs
+from bsvm_core.solvers.bayes_gibbs import penalised_selector, run_gibbs, run_gibbs_chains
 from bsvm_core.solvers.gaussian_draw import CholeskyWorkspace, draw_fast
 
 A_NU, B_NU = 1.0, 1.0
@@ -69,13 +69,11 @@ def quadrature(alpha: float, nu: float, learn_nu: bool) -> dict[str, np.ndarray]
 def run_chains(alpha: float, learn_nu: bool, **kwargs: float) -> list[dict[str, np.ndarray]]:
     Xt = two_coefficient_problem()
     seeds = np.random.SeedSequence(2024).spawn(CHAINS)
-    return [
-        run_gibbs(
-            Xt, alpha=alpha, nu=1.0, learn_nu=learn_nu, a_nu=A_NU, b_nu=B_NU, n_draws=DRAWS,
-            burn_in=BURN, thin=1, penalised=np.array([False, True]), seed=s, **kwargs,
-        )
-        for s in seeds
-    ]  # fmt: skip
+    out = run_gibbs_chains(  # the chains advance together, as BayesianSVM runs them
+        Xt, alpha=alpha, nu=1.0, learn_nu=learn_nu, a_nu=A_NU, b_nu=B_NU, n_draws=DRAWS,
+        burn_in=BURN, thin=1, penalised=np.array([False, True]), seeds=seeds, **kwargs,
+    )  # fmt: skip
+    return [{key: value[c] for key, value in out.items()} for c in range(CHAINS)]
 
 
 def quantile_mcse(chains: np.ndarray, q: float, p: float, density: float) -> float:
@@ -309,3 +307,41 @@ def test_other_overrelaxation_matches_quadrature(overrelax: float) -> None:
         rb = np.mean([r["beta_rb"][j] for r in runs])
         assert abs(rb - ref[f"mean{j}"]) < 4 * mcse, (j, rb, ref[f"mean{j}"], mcse)
         assert abs(chains.mean() - ref[f"mean{j}"]) < 4 * mcse
+
+
+@pytest.mark.parametrize(
+    ("alpha", "learn_nu", "gaussian"),
+    [(1.0, True, "auto"), (2.0, False, "auto"), (2.0, True, "fast"), (1.5, True, "auto")],
+)
+def test_batched_chains_match_chains_run_alone(alpha: float, learn_nu: bool, gaussian: str) -> None:
+    """Chain c of a batch draws from its own seed as a lone chain does: the same draws up to
+    round-off (short run: round-off is amplified over many sweeps), whatever its batch-mates."""
+    rng = np.random.default_rng(7)
+    n, k = 40, 5
+    y = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
+    Xt = y[:, None] * np.column_stack([np.ones(n), rng.normal(size=(n, k - 1)) + 0.5 * y[:, None]])
+    # an unpenalised coefficient inside the penalised ones: an index selector, not a slice
+    kwargs = dict(
+        alpha=alpha, nu=0.8, learn_nu=learn_nu, a_nu=1.0, b_nu=1.0, n_draws=6, burn_in=2,
+        thin=2, penalised=np.array([False, True, False, True, True]), gaussian=gaussian,
+    )  # fmt: skip
+    seeds = np.random.SeedSequence(11).spawn(3)
+    batch = run_gibbs_chains(Xt, seeds=seeds, **kwargs)
+    assert batch["beta_draws"].shape == (3, 6, k) and batch["nu_draws"].shape == (3, 6)
+    for c, seed in enumerate(seeds):
+        alone = run_gibbs(Xt, seed=seed, **kwargs)
+        for key, value in alone.items():
+            np.testing.assert_allclose(batch[key][c], value, rtol=1e-8, atol=1e-10)
+    assert not np.allclose(batch["beta_draws"][0], batch["beta_draws"][1])
+    swapped = run_gibbs_chains(Xt, seeds=[seeds[2], seeds[0]], **kwargs)
+    np.testing.assert_allclose(
+        swapped["beta_draws"][1], batch["beta_draws"][0], rtol=1e-8, atol=1e-10
+    )
+
+
+def test_batched_chains_need_a_seed() -> None:
+    with pytest.raises(ValueError):
+        run_gibbs_chains(
+            two_coefficient_problem(), alpha=2.0, nu=1.0, learn_nu=False, a_nu=1.0, b_nu=1.0,
+            n_draws=10, burn_in=0, thin=1, penalised=np.array([False, True]), seeds=[],
+        )  # fmt: skip
