@@ -106,6 +106,21 @@ def test_mcmc_is_reproducible_and_chains_differ(binary_data: tuple[np.ndarray, n
     assert not np.allclose(a.coef_draws_[0], a.coef_draws_[1])
 
 
+@pytest.mark.filterwarnings("ignore::bsvm_core.exceptions.MCMCConvergenceWarning")
+def test_mcmc_chain_batches_do_not_depend_on_n_jobs(
+    binary_data: tuple[np.ndarray, np.ndarray],
+) -> None:
+    """n_jobs=2 splits the 3 chains into batches [0, 1] and [2]; each chain keeps its own seed,
+    so the draws match one batch of 3 up to round-off (short run), and the chain order is kept."""
+    X, y = binary_data
+    opts = dict(n_chains=3, n_draws=10, burn_in=3, thin=1, random_state=5)
+    one = BayesianSVM(method="mcmc", n_jobs=1, **opts).fit(X, y)
+    two = BayesianSVM(method="mcmc", n_jobs=2, **opts).fit(X, y)
+    assert one.coef_draws_.shape == (3, 10, X.shape[1])
+    np.testing.assert_allclose(two.coef_draws_, one.coef_draws_, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(two.coef_, one.coef_, rtol=1e-7, atol=1e-9)
+
+
 def test_progress_callback_reports_and_cancels(binary_data: tuple[np.ndarray, np.ndarray]) -> None:
     X, y = binary_data
     seen: list[float] = []
