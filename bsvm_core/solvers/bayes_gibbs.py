@@ -88,7 +88,7 @@ def check_mcmc_args(
     burn_in: int,
     thin: int,
 ) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
-    """(C-contiguous float64 X̃, boolean mask); ValueError for arguments outside their domains."""
+    """(C-contiguous, aligned float64 X̃, boolean mask); ValueError for arguments outside their domains."""
     if not 0.0 < alpha <= 2.0:
         raise ValueError(f"alpha must be in (0, 2]; got {alpha}")
     if not (np.isfinite(nu) and nu > 0.0):
@@ -97,7 +97,9 @@ def check_mcmc_args(
         raise ValueError(
             f"need n_draws >= 1, burn_in >= 0, thin >= 1; got {n_draws}, {burn_in}, {thin}"
         )
-    Xt = np.ascontiguousarray(Xt, dtype=np.float64)
+    # aligned too: an array unpickled from a dask frame can start at any byte, and numpy's matmul
+    # then skips BLAS for its own loop, whose sums differ at round-off from the same draw elsewhere
+    Xt = np.require(Xt, dtype=np.float64, requirements=["C_CONTIGUOUS", "ALIGNED"])
     pen = np.asarray(penalised, dtype=bool)
     if pen.shape != (Xt.shape[1],):
         raise ValueError(f"penalised must have shape ({Xt.shape[1]},); got {pen.shape}")
@@ -151,8 +153,9 @@ def _gaussian_chains(
     normals (shared with the β draw) and one of uniforms.  Prior precision pⱼ = ωⱼ⁻¹/ν², or
     2/ν² for α = 2, and 0 for flat coefficients.  Chain c draws every variate from ``rngs[c]`` in
     the same order as a chain run alone, so the chains are independent and each one's draws do not
-    depend on the others; only the per-chain β factorisations loop in Python (one shared
-    workspace), the elementwise steps and the margins X̃β are batched over chains.
+    depend on the others; the per-chain β factorisations and margins X̃β loop in Python (one
+    shared workspace; one gemv per chain, because a (C, k) × (k, n) gemm sums in another order and
+    the round-off would grow over the sweeps), the elementwise steps are batched over chains.
     """
     n, k = Xt.shape
     C = len(rngs)
@@ -170,6 +173,7 @@ def _gaussian_chains(
     n_pen = int(pen.sum())
     keep = np.sqrt(1.0 - overrelax * overrelax)
     XtT = Xt.T
+    margin = np.empty((C, n))
     beta_prev = None
     while True:
         beta, b = np.empty((C, k)), np.empty((C, k))
@@ -185,7 +189,8 @@ def _gaussian_chains(
             beta *= keep
             beta += overrelax * (beta_prev - b)
             beta += b
-        margin = beta @ XtT
+        for c in range(C):  # one gemv per chain: a (C, k) gemm would sum in another order
+            np.matmul(beta[c], XtT, out=margin[c])
         beta_prev = beta
         pen_beta = beta[:, sel]
         if learn_nu:
@@ -277,8 +282,9 @@ def run_gibbs_chains(
     bayes-svm.md §6 (§3.4 for α ∉ {1,2}).
 
     Chain c is seeded by ``np.random.default_rng(seeds[c])`` and draws its variates in the same
-    order as :func:`run_gibbs` with that seed, so its draws match that single run (up to
-    floating-point round-off of the batched products).  For α ∈ {1, 2} one sweep advances every
+    order as :func:`run_gibbs` with that seed and the same per-chain products, so its draws equal
+    that single run's bit for bit (on one machine, BLAS single-threaded as it is for problems
+    below :data:`~.gaussian_draw.SMALL_PROBLEM_FLOPS`).  For α ∈ {1, 2} one sweep advances every
     chain with batched numpy calls: at the problem sizes the sampler is used for, a one-chain
     sweep is dominated by per-call overhead (breast cancer, n = 569, k = 31: about 120 µs, of which
     the k×k syrk is 28 µs).
