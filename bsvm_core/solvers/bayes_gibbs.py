@@ -42,7 +42,6 @@ from numpy.typing import NDArray
 
 from ..random_variates import truncated_normal, wald_inverse_mean, wald_root_from_variates
 from .gaussian_draw import CholeskyWorkspace, blas_threads_for, draw_fast, normal_equations
-from .intercept_draw import InterceptDraw, flat_column
 
 Progress = Callable[[float], object] | None
 
@@ -144,7 +143,6 @@ def _gaussian_chains(
     pen: NDArray[np.bool_],
     use_fast: bool,
     overrelax: float,
-    collapse_intercept: bool,
     rngs: Sequence[np.random.Generator],
 ) -> Iterator[tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]]:
     """Sweeps (β, b, ν) of C chains at once, shapes (C, k), (C, k), (C,), for α ∈ {1, 2}:
@@ -165,10 +163,8 @@ def _gaussian_chains(
     with_omega = alpha == 1.0
     n_ig = n + (int(pen.sum()) if with_omega else 0)
     workspace = None if use_fast else CholeskyWorkspace(Xt)
-    j0 = flat_column(Xt, pen) if collapse_intercept else None
-    mover = None if j0 is None else InterceptDraw(Xt[:, j0].copy())
     z = np.empty((C, n_ig + (0 if use_fast else k)))
-    u = np.empty((C, n_ig + (0 if mover is None else 2)))
+    u = np.empty((C, n_ig))
     inv_mean = np.empty((C, n_ig))
     lam_root = np.ones((C, n))
     precision = np.zeros((C, k))
@@ -195,12 +191,6 @@ def _gaussian_chains(
             beta += b
         for c in range(C):  # one gemv per chain: a (C, k) gemm would sum in another order
             np.matmul(beta[c], XtT, out=margin[c])
-        residual = np.subtract(1.0, margin, out=inv_mean[:, :n])  # rᵢ = 1 − x̃ᵢ'β
-        if mover is not None:  # b | w, λ integrated out (module docstring), then λ | β below
-            t = mover.breakpoints(beta[:, j0], residual)
-            beta[:, j0] = mover.draw(t, u[:, n_ig:])
-            t -= beta[:, j0, np.newaxis]
-            np.multiply(t, mover.signs, out=residual)  # rᵢ at the new intercept
         beta_prev = beta
         pen_beta = beta[:, sel]
         if learn_nu:
@@ -208,12 +198,13 @@ def _gaussian_chains(
             shape = a_nu + n_pen / alpha
             for c, rng in enumerate(rngs):  # τ | β ~ Gamma(a_ν + k/α, rate b_ν + Σ|βⱼ|^α), §3.5
                 nus[c] = float(rng.gamma(shape, 1.0 / (b_nu + s[c]))) ** (-1.0 / alpha)
-        np.abs(residual, out=residual)  # 1/mean of λ⁻¹ | β: |1 − x̃ᵢ'β|
+        residual = np.subtract(1.0, margin, out=inv_mean[:, :n])  # 1/mean of λ⁻¹ | β: |1 − x̃ᵢ'β|
+        np.abs(residual, out=residual)
         if with_omega:
             omega_inv_mean = inv_mean[:, n:]
             np.abs(pen_beta, out=omega_inv_mean)  # 1/mean of ω⁻¹ | β, ν: |βⱼ|/ν (§3.3)
             omega_inv_mean /= nus[:, np.newaxis]
-        root = wald_root_from_variates(inv_mean, 1.0, z[:, :n_ig], u[:, :n_ig])
+        root = wald_root_from_variates(inv_mean, 1.0, z[:, :n_ig], u)
         lam_root = root[:, :n]
         if with_omega:
             omega_root = root[:, n:]
@@ -286,7 +277,6 @@ def run_gibbs_chains(
     progress: Progress = None,
     gaussian: str = "auto",
     overrelax: float = OVERRELAX,
-    collapse_intercept: bool = True,
 ) -> dict[str, Any]:
     """Independent Gibbs chains of the Polson-Scott SVM pseudo-posterior, run together;
     bayes-svm.md §6 (§3.4 for α ∉ {1,2}).
@@ -322,10 +312,6 @@ def run_gibbs_chains(
     overrelax : float in (-1, 1), default :data:`OVERRELAX`
         ρ of the over-relaxed β | λ, ω, ν step (α ∈ {1, 2}); 0 is the plain Gibbs draw.  Every ρ
         leaves the posterior unchanged (module docstring); negative ρ mixes faster.
-    collapse_intercept : bool, default True
-        For α ∈ {1, 2}, redraw a flat intercept (an unpenalised column of ±1) each sweep from its
-        conditional with λ integrated out, right before λ is drawn (module docstring); False
-        keeps the plain data-augmentation sweep.
 
     Returns
     -------
@@ -355,9 +341,8 @@ def run_gibbs_chains(
     with blas_threads_for(*Xt.shape):
         if alpha in (1.0, 2.0):
             chain = _gaussian_chains(
-                Xt, alpha, nu, learn_nu, a_nu, b_nu, pen, use_fast, overrelax,
-                collapse_intercept, rngs,
-            )  # fmt: skip
+                Xt, alpha, nu, learn_nu, a_nu, b_nu, pen, use_fast, overrelax, rngs
+            )
         else:
             chain = _bridge_chains(Xt, alpha, nu, learn_nu, a_nu, b_nu, pen, rngs)
         for sweep, (beta, b, nus) in zip(range(1, total + 1), chain, strict=False):
