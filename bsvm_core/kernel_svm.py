@@ -275,6 +275,7 @@ class KernelSVM(SVMClassifierBase):
             global_support.append(rows[model.support])
         self.support_ = np.unique(np.concatenate(global_support))
         self.support_vectors_ = X[self.support_]
+        self._support_sq = np.einsum("ij,ij->i", self.support_vectors_, self.support_vectors_)
         self.dual_coef_ = np.zeros((len(self.binary_models_), self.support_.size))
         for p, (idx, model) in enumerate(zip(global_support, self.binary_models_, strict=True)):
             self.dual_coef_[p, np.searchsorted(self.support_, idx)] = model.coef
@@ -293,17 +294,24 @@ class KernelSVM(SVMClassifierBase):
 
     def _decision_matrix(self, X: np.ndarray) -> np.ndarray:
         """All problems at once: K(X, union of support vectors) @ dual_coef_ᵀ + intercept_."""
-        return self._kernel_times(X, self.support_vectors_, self.dual_coef_.T) + self.intercept_
+        S, W = self.support_vectors_, self.dual_coef_.T
+        return self._kernel_times(X, S, W, getattr(self, "_support_sq", None)) + self.intercept_
 
-    def _kernel_times(self, X: np.ndarray, S: np.ndarray, W: np.ndarray) -> np.ndarray:
-        """K(X, S) @ W computed in row blocks of at most ``PREDICT_BLOCK_MB`` megabytes."""
-        out = np.empty((X.shape[0], W.shape[1]))
+    def _kernel_times(
+        self, X: np.ndarray, S: np.ndarray, W: np.ndarray, s_sq: np.ndarray | None = None
+    ) -> np.ndarray:
+        """K(X, S) @ W computed in row blocks of at most ``PREDICT_BLOCK_MB`` megabytes.
+
+        ``s_sq`` are S's squared row norms when known (models fitted before it was kept: None).
+        """
         if S.shape[0] == 0:
-            out[:] = 0.0
-            return out
+            return np.zeros((X.shape[0], W.shape[1]))
         block = max(1, int(PREDICT_BLOCK_MB * 2**20 // (8 * S.shape[0])))
         kw = self._kernel_args()
+        if X.shape[0] <= block:
+            return kernel_matrix(X, S, self.kernel, **kw, z_sq=s_sq) @ W
+        out = np.empty((X.shape[0], W.shape[1]))
         for start in range(0, X.shape[0], block):
             stop = min(start + block, X.shape[0])
-            out[start:stop] = kernel_matrix(X[start:stop], S, self.kernel, **kw) @ W
+            out[start:stop] = kernel_matrix(X[start:stop], S, self.kernel, **kw, z_sq=s_sq) @ W
         return out

@@ -86,8 +86,12 @@ def kernel_matrix(
     gamma: float = 1.0,
     degree: int = 3,
     coef0: float = 0.0,
+    z_sq: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Gram block K(X, Z) of a named kernel or of a callable ``kernel(X, Z) -> (n, m)``."""
+    """Gram block K(X, Z) of a named kernel or of a callable ``kernel(X, Z) -> (n, m)``.
+
+    ``z_sq``, the squared norms of Z's rows, spares the rbf kernel computing them (others ignore it).
+    """
     if callable(kernel):
         K = np.asarray(kernel(X, Z), dtype=np.float64)
         if K.shape != (X.shape[0], Z.shape[0]):
@@ -100,7 +104,7 @@ def kernel_matrix(
     if kernel == "poly":
         return poly_kernel(X, Z, gamma, degree, coef0)
     if kernel == "rbf":
-        return rbf_kernel(X, Z, gamma)
+        return rbf_kernel(X, Z, gamma, z_sq=z_sq)
     if kernel == "sigmoid":
         return sigmoid_kernel(X, Z, gamma, coef0)
     raise ValueError(f"kernel must be one of {KERNELS} or a callable, got {kernel!r}.")

@@ -139,11 +139,13 @@ async def score(
         with gate.slot():
             return prediction.predict(store, settings, body, batcher)
 
-    if batcher is None and not _in_memory(store, body):
+    if batcher is not None:
+        return await run_in_threadpool(run)
+    if not _in_memory(store, body):
         # the reference needs the registry (its cached resolution lapsed): ask it off the loop,
         # holding no predict slot (a query, not a model's memory), then look again
         with contextlib.suppress(ApiError):  # predict below raises it again, with its envelope
             await run_in_threadpool(store.resolve, body.model)
-    if batcher is None and _in_memory(store, body):
-        return run()
-    return await run_in_threadpool(run)
+        if not _in_memory(store, body):
+            return await run_in_threadpool(run)
+    return run()

@@ -15,7 +15,6 @@ import ctypes
 import ctypes.util
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -67,15 +66,17 @@ class PredictGate:
         self.limit = limit
         self._slots = threading.BoundedSemaphore(limit)
 
-    @contextmanager
-    def slot(self) -> Iterator[None]:
-        """Hold one slot for the block, or raise 503 with Retry-After when none is free."""
+    def slot(self) -> PredictGate:
+        """``with gate.slot():`` holds one slot for the block, or raises 503 (Retry-After) when
+        none is free (the gate is its own context manager: no generator per predict)."""
+        return self
+
+    def __enter__(self) -> None:
         if not self._slots.acquire(blocking=False):
             raise Unavailable(
                 f"{self.limit} predictions are running (BSVM_PREDICT_CONCURRENCY); retry shortly",
                 headers={"Retry-After": "1"},
             )
-        try:
-            yield
-        finally:
-            self._slots.release()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._slots.release()

@@ -205,3 +205,20 @@ def test_small_cache_gives_the_same_solution() -> None:
     small = KernelSVM(cache_mb=0.05).fit(X, y)  # a handful of rows: constant eviction
     assert small.objective_[0] == pytest.approx(big.objective_[0], rel=1e-9)
     np.testing.assert_array_equal(small.support_, big.support_)
+
+
+def test_kept_support_norms_change_no_decision_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rbf decision from the norms kept at fit equals, bit for bit, the one that computes
+    them (a model pickled before they were kept), in one block and in several."""
+    X, y = dataset("digits")
+    est = KernelSVM(kernel="rbf", multiclass="ovr").fit(X, y)
+    S = est.support_vectors_
+    np.testing.assert_allclose(est._support_sq, (S * S).sum(axis=1), rtol=1e-12)
+    kept = est.decision_function(X)
+    old = KernelSVM(kernel="rbf", multiclass="ovr").fit(X, y)
+    del old._support_sq
+    np.testing.assert_array_equal(old.decision_function(X), kept)
+    monkeypatch.setattr("bsvm_core.kernel_svm.PREDICT_BLOCK_MB", 8 * S.shape[0] * 7 / 2**20)
+    blocked = est.decision_function(X)  # blocks of 7 rows (BLAS may sum them in another order)
+    np.testing.assert_array_equal(old.decision_function(X), blocked)
+    np.testing.assert_allclose(blocked, kept, rtol=0, atol=1e-12)
