@@ -111,8 +111,14 @@ class ProtocolRoute(CsvRoute):
         return protocol_handler
 
 
+PLAIN_ACCEPTS = frozenset({"*/*", "application/json"})
+"""The commonest ``Accept`` values, which do not ask for CSV (answered without parsing)."""
+
+
 def wants_csv(accept: str | None) -> bool:
     """True when ``Accept`` prefers ``text/csv`` to JSON (highest q wins; ties: first listed)."""
+    if accept is None or accept in PLAIN_ACCEPTS:
+        return False
     best, best_q = None, 0.0
     for part in (accept or "").split(","):
         media, *params = (p.strip() for p in part.split(";"))

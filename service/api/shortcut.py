@@ -35,7 +35,9 @@ class PredictRoute:
 ROUTE = PredictRoute()
 
 
-async def answer(scope: Scope, body: bytes, headers: dict[bytes, str]) -> Response | None:
+async def answer(
+    scope: Scope, body: bytes, headers: dict[bytes, str]
+) -> Response | fast_predict.JsonBytes | None:
     """The response to ``scope`` with ``body`` if this module serves it, else ``None``.
 
     ``headers`` are the request's first ``content-type`` and ``accept`` headers (and others)

@@ -49,6 +49,8 @@ def score_in_blocks(
     fn: Callable[[np.ndarray], Any], X: np.ndarray, per_row: int, budget_bytes: float
 ) -> np.ndarray:
     """``fn(X)`` computed block by block and stacked."""
+    if X.shape[0] * max(per_row, 1) <= budget_bytes:  # one block: no slicing, nothing to stack
+        return np.asarray(fn(X))
     parts = [np.asarray(fn(X[rows])) for rows in row_blocks(X.shape[0], per_row, budget_bytes)]
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
