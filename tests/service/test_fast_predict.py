@@ -38,6 +38,10 @@ VALID = [
     raw(X=[[1e-400, 1e308, -0.0, 5e-324]]),
     raw(X=[[5.1, 3.5, 1.4, 2**70 + 1]]),  # past 64 bits: orjson reads the nearest double
     raw(X=[[5, 3, 1, 123456789012345678901234567891]]),
+    raw(X=[[2**63, -1, 2**64 - 1, -(2**63)]]),  # uint64 and negative ints in one row
+    raw(X=[[2**53 + 1, -(2**53) - 1, 2**63 - 1, 0]]),  # ints a double cannot hold exactly
+    raw(X=[[True, True, False, True]]),  # booleans only
+    raw(X=[[-0.0, 0, -0, 0.0]]),
     raw(outputs=["label", "decision", "probability"]),
     raw(outputs=["predictions", "predictions"]),
     raw(level=0.5, outputs=["decision_function"]),
@@ -78,6 +82,11 @@ UNSURE = [
     raw(X=[[5.1, None, 1.4, 0.2]]),
     raw(X=[[5.1, [3.5], 1.4, 0.2]]),
     raw(X=[[ROW]]),  # 3-D
+    raw(X=[ROW, [*ROW[:3], [1.0]]]),  # a list as the last value of a later row
+    raw(X=[[[1.0], [2.0], [3.0], [4.0]]]),  # lists of one number as values
+    raw(X=[ROW, [*ROW, 1.0]]),  # a later row longer
+    raw(X=[ROW, "5.1,3.5,1.4,0.2"]),  # a row that is a string
+    raw(X=[ROW, {"a": 1, "b": 2, "c": 3, "d": 4}]),  # a row that is an object of four keys
     raw(X=ROW),  # 1-D
     raw(X="5.1,3.5,1.4,0.2"),
     raw(X={"a": ROW}),
@@ -208,9 +217,11 @@ def test_a_preprocessed_kernel_model_answers_alike(client, iris, monkeypatch):
     assert answer(client, predict) == fast
 
 
+EDGE_INTS = [2**53, 2**53 + 1, 2**63 - 1, 2**63, 2**63 + 1, 2**64 - 1, 2**64, 2**64 + 1]
 NUMBER = st.one_of(
     st.floats(allow_nan=False, allow_infinity=False),
     st.integers(min_value=-(2**80), max_value=2**80),
+    st.sampled_from(EDGE_INTS + [-v for v in EDGE_INTS]),
     st.booleans(),
 )
 CELL = st.one_of(NUMBER, st.text(max_size=3), st.none(), st.lists(NUMBER, max_size=2))
@@ -237,10 +248,27 @@ def test_anything_the_fast_reader_takes_pydantic_takes_the_same(X, extra):
     if fast is None:
         return
     model = PredictRequest.model_validate(json.loads(body))
-    np.testing.assert_array_equal(fast.X, np.asarray(model.X, dtype=np.float64), strict=True)
+    expected = np.asarray(model.X, dtype=np.float64)
+    np.testing.assert_array_equal(fast.X, expected, strict=True)
+    assert np.array_equal(np.signbit(fast.X), np.signbit(expected)) and fast.X.flags.writeable
     assert (fast.model, fast.outputs, fast.level, fast.feature_names) == (
         model.model,
         model.outputs,
         model.level,
         model.feature_names,
     )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rows=st.integers(1, 20).flatmap(
+        lambda width: st.lists(st.lists(NUMBER, min_size=width, max_size=width), min_size=1)
+    )
+)
+def test_every_matrix_of_numbers_is_read_by_the_fast_reader_as_pydantic_reads_it(rows):
+    body = json.dumps({"model": "iris", "X": rows}).encode()
+    fast = fast_predict.fast_body(body)
+    assert fast is not None
+    expected = np.asarray(PredictRequest.model_validate(json.loads(body)).X, dtype=np.float64)
+    np.testing.assert_array_equal(fast.X, expected, strict=True)
+    assert np.array_equal(np.signbit(fast.X), np.signbit(expected))
