@@ -47,7 +47,7 @@ def read_text(raw: bytes) -> str:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise BadRequest("the CSV body is not UTF-8 text", [detail("body", "not UTF-8")]) from None
-    if text.strip() and "\n" not in text and "\r" not in text:
+    if "\n" not in text and "\r" not in text and text.strip():  # strip copies: test it last
         raise InvalidInput(
             "the CSV body is one line: it has no line breaks between its rows",
             [

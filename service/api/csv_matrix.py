@@ -14,6 +14,7 @@ difference: a cell ``-0`` (an integer) is read as ``0.0``, not ``-0.0``.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -27,15 +28,19 @@ _BOM = b"\xef\xbb\xbf"
 
 
 def plain_body(raw: bytes) -> tuple[list[str], bytes] | None:
-    """Header names and data lines (``\\n`` between them, none empty) of a plain CSV body."""
+    """Header names and data lines (``\\n`` between them; blank lines may remain) of a plain CSV.
+
+    Only one-byte searches run over the whole body (``memchr``: a two-byte ``in`` costs 15 times
+    as much on a body of short lines); blank lines are dropped block by block, where there are any.
+    """
     data = raw[len(_BOM) :] if raw.startswith(_BOM) else raw
-    if b"\r\n" in data:
+    if b"\r" in data:
         data = data.replace(b"\r\n", b"\n")
-    if b'"' in data or b"\r" in data:
+        if b"\r" in data:
+            return None
+    if b'"' in data:
         return None
     data = data.strip(b"\n")
-    if b"\n\n" in data:
-        data = b"\n".join(filter(None, data.split(b"\n")))
     end = data.find(b"\n")
     if end < 0:
         return None
@@ -44,6 +49,16 @@ def plain_body(raw: bytes) -> tuple[list[str], bytes] | None:
     except UnicodeDecodeError:
         return None
     return [name.strip() for name in header], data[end + 1 :]
+
+
+def has_blank_lines(block: bytes) -> bool:
+    """True when ``block`` (a cut of data lines) holds an empty line, at its ends or inside."""
+    return block.startswith(b"\n") or block.endswith(b"\n") or b"\n\n" in block
+
+
+def without_blank_lines(block: bytes) -> bytes:
+    """``block`` with its empty lines left out."""
+    return b"\n".join(filter(None, block.split(b"\n")))
 
 
 def blocks(data: bytes, block_bytes: int) -> Iterator[bytes]:
@@ -76,13 +91,15 @@ def json_numbers(block: bytes, lines: int, width: int) -> np.ndarray | None:
     """The ``lines`` x ``width`` cells of ``block`` when every one is a JSON number."""
     if block.translate(None, _JSON_NUMBER_BYTES):
         return None
+    out = np.empty((lines, width))
     try:
-        values = np.array(orjson.loads(b"[" + block.replace(b"\n", b",") + b"]"), np.float64)
-    except (orjson.JSONDecodeError, TypeError, ValueError, OverflowError):
+        values = orjson.loads(b"[" + block.replace(b"\n", b",") + b"]")
+        # orjson gives ints and floats here; struct packs them as float() would, a third of the
+        # time of np.array over the list, and refuses any other count of values
+        struct.Struct(f"{lines * width}d").pack_into(out, 0, *values)
+    except (orjson.JSONDecodeError, TypeError, struct.error, OverflowError):
         return None
-    if values.ndim != 1 or values.size != lines * width:
-        return None
-    return values.reshape(lines, width)
+    return out
 
 
 def loadtxt_numbers(block: bytes, columns: list[int]) -> np.ndarray | None:
@@ -113,19 +130,32 @@ def numeric_matrix(
         return None
     parts = []
     for block in blocks(data, BLOCK_BYTES):
-        lines = even(block, len(header) - 1)
-        if lines is None:
-            return None
-        values = json_numbers(block, lines, len(header)) if not skip else None
+        values = block_values(block, len(header), columns)
+        if values is None and has_blank_lines(block):
+            block = without_blank_lines(block)
+            if not block:
+                continue
+            values = block_values(block, len(header), columns)
         if values is None:
-            values = loadtxt_numbers(block, columns)
-            if values is None:
-                return None
-            if skip:
-                full = np.zeros((values.shape[0], len(header)))
-                full[:, columns] = values
-                values = full
+            return None
         parts.append(values)
     if not parts:
         return None
     return header, parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def block_values(block: bytes, width: int, columns: list[int]) -> np.ndarray | None:
+    """The lines of ``block`` as ``width`` floats each, 0.0 outside ``columns``; else None."""
+    lines = even(block, width - 1)
+    if lines is None:
+        return None
+    values = json_numbers(block, lines, width) if len(columns) == width else None
+    if values is None:
+        values = loadtxt_numbers(block, columns)
+        if values is None:
+            return None
+        if len(columns) < width:
+            full = np.zeros((values.shape[0], width))
+            full[:, columns] = values
+            values = full
+    return values

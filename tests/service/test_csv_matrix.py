@@ -113,3 +113,29 @@ def test_bodies_read_in_several_blocks_are_whole(monkeypatch):
         want = rows.copy()
         want[:, list(unused)] = 0.0
         np.testing.assert_array_equal(found[1], want)
+
+
+@pytest.mark.parametrize("width", [1, 3])
+def test_blank_lines_anywhere_are_left_out_on_the_fast_path(monkeypatch, width):
+    monkeypatch.setattr(csv_matrix, "BLOCK_BYTES", 20)  # cuts fall next to blank lines too
+    rng = np.random.default_rng(width)
+    rows = rng.standard_normal((60, width)).round(3)
+    lines = [",".join("abc"[:width])]
+    for row in rows.tolist():
+        lines += [""] * int(rng.integers(0, 3)) + [",".join(map(repr, row))]
+    raw = ("\n".join(lines) + "\n\n\n").encode()
+    found = numeric_matrix(raw, lambda header: frozenset())
+    assert found is not None
+    np.testing.assert_array_equal(found[1], rows)
+    np.testing.assert_array_equal(found[1], np.asarray(general(raw)["X"]))
+
+
+@pytest.mark.parametrize("name", sorted(BODIES))
+def test_fast_and_general_paths_agree_block_by_block(monkeypatch, name):
+    monkeypatch.setattr(csv_matrix, "BLOCK_BYTES", 3)
+    test_fast_and_general_paths_agree(name)
+
+
+def test_the_matrix_is_writable():
+    found = numeric_matrix(BODIES["plain"].encode(), lambda header: frozenset())
+    assert found is not None and found[1].flags.writeable and found[1].dtype == np.float64
