@@ -2,11 +2,13 @@
 
 A plain CSV — no quotes, lines ended by ``\\n`` or ``\\r\\n``, every data line with as many cells
 as the header — skips ``csv.reader`` and the Python list per row. The body is read in blocks of
-about ``BLOCK_BYTES`` cut at line ends; in each, numpy counts the commas of every line, and when
-every cell is a JSON number (digits, ``.``, ``-``, ``e``, spaces: checked by one
-``bytes.translate``) orjson reads the block as one flat JSON array (correctly rounded, like
-``float``; ~3x numpy's ``loadtxt``). When some columns are not to be read, or a cell is not a
-JSON number, numpy's C ``loadtxt`` reads the lines. Anything else (quotes, bare ``\\r``, ragged
+about ``BLOCK_BYTES`` cut at line ends. In each, when every cell is made of JSON-number bytes
+(digits, ``.``, ``-``, ``+``, ``e``, spaces) and every line has as many cells as the header (both
+checked by one ``bytes.translate``: what it leaves must be the commas and line ends of such
+lines), orjson reads the block as one flat JSON array (correctly rounded, like ``float``; ~3x
+numpy's ``loadtxt``) and ``struct`` packs the values into the matrix. When some columns are not
+to be read, or a cell is not a JSON number, numpy counts the commas of every line and its C
+``loadtxt`` reads the lines. Anything else (quotes, bare ``\\r``, ragged
 lines, a cell that is not a number, no data line) returns ``None``, and the caller takes the
 general path (``csv.reader`` and ``float`` per cell), which gives the exact error. The one
 difference: a cell ``-0`` (an integer) is read as ``0.0``, not ``-0.0``.
@@ -22,8 +24,8 @@ import orjson
 
 BLOCK_BYTES = 2**21
 """Bytes of the body read by one orjson call (the float objects in flight stay small)."""
-#: Bytes of cells that are JSON numbers, and of the commas and line ends between them.
-_JSON_NUMBER_BYTES = b"0123456789.eE+-, \n"
+#: Bytes of cells that are JSON numbers (and spaces around them).
+_NUMBER_BYTES = b"0123456789.eE+- "
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -87,10 +89,20 @@ def even(block: bytes, commas: int) -> int | None:
     return (len(kinds) + 1) // width if np.array_equal(kinds, expected) else None
 
 
+def json_lines(block: bytes, width: int) -> int | None:
+    """The number of lines of ``block`` when each is ``width`` cells of JSON-number bytes.
+
+    With those bytes deleted (one ``translate``), what is left must be the separators exactly:
+    ``width - 1`` commas, a line end, and so on (``even``'s check and the byte check in one pass).
+    """
+    separators = block.translate(None, _NUMBER_BYTES)
+    lines = separators.count(b"\n") + 1
+    line = b"," * (width - 1)
+    return lines if separators == (line + b"\n") * (lines - 1) + line else None
+
+
 def json_numbers(block: bytes, lines: int, width: int) -> np.ndarray | None:
-    """The ``lines`` x ``width`` cells of ``block`` when every one is a JSON number."""
-    if block.translate(None, _JSON_NUMBER_BYTES):
-        return None
+    """The ``lines`` x ``width`` cells of ``block`` (``json_lines``) when every one is a number."""
     out = np.empty((lines, width))
     try:
         values = orjson.loads(b"[" + block.replace(b"\n", b",") + b"]")
@@ -146,16 +158,18 @@ def numeric_matrix(
 
 def block_values(block: bytes, width: int, columns: list[int]) -> np.ndarray | None:
     """The lines of ``block`` as ``width`` floats each, 0.0 outside ``columns``; else None."""
-    lines = even(block, width - 1)
-    if lines is None:
+    lines = json_lines(block, width) if len(columns) == width else None
+    if lines is not None:
+        values = json_numbers(block, lines, width)
+        if values is not None:
+            return values
+    if even(block, width - 1) is None:
         return None
-    values = json_numbers(block, lines, width) if len(columns) == width else None
+    values = loadtxt_numbers(block, columns)
     if values is None:
-        values = loadtxt_numbers(block, columns)
-        if values is None:
-            return None
-        if len(columns) < width:
-            full = np.zeros((values.shape[0], width))
-            full[:, columns] = values
-            values = full
+        return None
+    if len(columns) < width:
+        full = np.zeros((values.shape[0], width))
+        full[:, columns] = values
+        values = full
     return values

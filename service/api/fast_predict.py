@@ -84,16 +84,15 @@ def _matrix(rows: Any) -> np.ndarray | None:
         return None
     width = len(rows[0])
     pack = _row_format(width).pack
-    packed = []
+    packed = bytearray()  # grown in place (no list of row bytes), and writable as np.array's
     try:
         for row in rows:
             if type(row) is not list:
                 return None
-            packed.append(pack(*row))
+            packed += pack(*row)
     except (struct.error, OverflowError):
         return None  # ragged, or not numbers
-    # a bytearray, so the matrix is writable as np.array's would be
-    return np.frombuffer(bytearray().join(packed), dtype=np.float64).reshape(len(rows), width)
+    return np.frombuffer(packed, dtype=np.float64).reshape(len(rows), width)
 
 
 def fast_body(raw: bytes) -> FastBody | None:
