@@ -7,6 +7,8 @@ import logging
 from datetime import UTC, datetime
 
 SERVICE_LOGGER = "service"
+_ENCODER = json.JSONEncoder(default=str)
+"""``json.dumps(value, default=str)`` without building an encoder for every line."""
 
 
 class JsonFormatter(logging.Formatter):
@@ -22,7 +24,7 @@ class JsonFormatter(logging.Formatter):
         line.update(getattr(record, "fields", {}))
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
-        return json.dumps(line, default=str)
+        return _ENCODER.encode(line)
 
 
 def configure_logging(level: str) -> None:

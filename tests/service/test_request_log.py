@@ -72,3 +72,16 @@ def test_unexpected_error_is_logged_with_traceback(tmp_path, caplog):
     assert errors and errors[0].exc_info is not None
     assert response.headers["X-Request-ID"] in errors[0].getMessage()
     assert access_records(caplog)[-1].fields["status"] == 500
+
+
+def test_json_formatter_writes_what_json_dumps_writes():
+    class Opaque:
+        def __str__(self) -> str:
+            return "opaque"
+
+    fields = {"model_id": None, "é": "ü", "n": [1.5, 2], "obj": Opaque()}
+    record = logging.LogRecord("service.access", logging.INFO, __file__, 1, "request", (), None)
+    record.fields = fields
+    line = JsonFormatter().format(record)
+    expected = json.loads(line) | fields
+    assert line == json.dumps(expected, default=str)
