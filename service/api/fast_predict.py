@@ -43,6 +43,8 @@ DEFAULT_OUTPUTS = ("predictions",)
 RESPONSE_FIELDS = tuple(PredictResponse.model_fields)
 INLINE_BYTES = 2**20
 """Predicts whose working memory (rows × bytes per row) is at most this run on the event loop."""
+PACK_ROWS = 4096
+"""Rows of a body packed into bytes at a time (``_matrix``)."""
 
 
 class FastBody:
@@ -72,18 +74,8 @@ def _row_format(width: int) -> struct.Struct:
     return struct.Struct(f"{width}d")
 
 
-def _matrix(rows: Any) -> np.ndarray | None:
-    """``rows`` as a float64 matrix when it is a non-empty list of equal, non-empty number lists.
-
-    Each row is packed by ``struct`` (``d``: a float as it is, an int or a bool converted as
-    ``float()`` does, anything else refused): a third of the time of ``np.array`` over the nested
-    lists, which first works out a dtype from every value. A row of another length, or a value
-    that is not a number, returns None.
-    """
-    if type(rows) is not list or not rows or type(rows[0]) is not list or not rows[0]:
-        return None
-    width = len(rows[0])
-    pack = _row_format(width).pack
+def _packed(rows: list[Any], pack: Any, width: int) -> np.ndarray | None:
+    """``rows`` packed one by one into a writable float64 matrix, or None (see ``_matrix``)."""
     packed = bytearray()  # grown in place (no list of row bytes), and writable as np.array's
     try:
         for row in rows:
@@ -93,6 +85,30 @@ def _matrix(rows: Any) -> np.ndarray | None:
     except (struct.error, OverflowError):
         return None  # ragged, or not numbers
     return np.frombuffer(packed, dtype=np.float64).reshape(len(rows), width)
+
+
+def _matrix(rows: Any) -> np.ndarray | None:
+    """``rows`` as a float64 matrix when it is a non-empty list of equal, non-empty number lists.
+
+    Each row is packed by ``struct`` (``d``: a float as it is, an int or a bool converted as
+    ``float()`` does, anything else refused): a third of the time of ``np.array`` over the nested
+    lists, which first works out a dtype from every value. A row of another length, or a value
+    that is not a number, returns None. Past ``PACK_ROWS`` rows, the rows are packed that many at
+    a time into the matrix, so a large body does not also hold a growing copy of it.
+    """
+    if type(rows) is not list or not rows or type(rows[0]) is not list or not rows[0]:
+        return None
+    width = len(rows[0])
+    pack = _row_format(width).pack
+    if len(rows) <= PACK_ROWS:
+        return _packed(rows, pack, width)
+    out = np.empty((len(rows), width))
+    for start in range(0, len(rows), PACK_ROWS):
+        part = _packed(rows[start : start + PACK_ROWS], pack, width)
+        if part is None:
+            return None
+        out[start : start + len(part)] = part
+    return out
 
 
 def fast_body(raw: bytes) -> FastBody | None:

@@ -272,3 +272,21 @@ def test_every_matrix_of_numbers_is_read_by_the_fast_reader_as_pydantic_reads_it
     expected = np.asarray(PredictRequest.model_validate(json.loads(body)).X, dtype=np.float64)
     np.testing.assert_array_equal(fast.X, expected, strict=True)
     assert np.array_equal(np.signbit(fast.X), np.signbit(expected))
+
+
+@pytest.mark.parametrize("body", VALID + UNSURE, ids=range(len(VALID + UNSURE)))
+def test_rows_packed_a_few_at_a_time_read_alike(monkeypatch, body):
+    whole = fast_predict.fast_body(body)
+    monkeypatch.setattr(fast_predict, "PACK_ROWS", 2)
+    parts = fast_predict.fast_body(body)
+    assert (parts is None) == (whole is None)
+    if whole is not None:
+        np.testing.assert_array_equal(parts.X, whole.X, strict=True)
+        assert parts.X.flags.writeable
+
+
+def test_a_bad_row_past_the_first_pack_is_refused(monkeypatch):
+    monkeypatch.setattr(fast_predict, "PACK_ROWS", 2)
+    for bad in ([1.0, 2.0, 3.0], [1.0, 2.0, 3.0, "4"], "row", [1.0, 2.0, 3.0, None]):
+        assert fast_predict.fast_body(raw(X=[ROW] * 5 + [bad])) is None
+    assert fast_predict.fast_body(raw(X=[ROW] * 5)).X.shape == (5, 4)
