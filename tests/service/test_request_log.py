@@ -85,3 +85,14 @@ def test_json_formatter_writes_what_json_dumps_writes():
     line = JsonFormatter().format(record)
     expected = json.loads(line) | fields
     assert line == json.dumps(expected, default=str)
+
+
+def test_records_skip_the_caller_lookup_but_keep_the_line(tmp_path, caplog):
+    """The app turns off logging's caller, thread and process fields (unused by the JSON line)."""
+    app = create_app(Settings(data_dir=tmp_path))
+    with TestClient(app) as client, caplog.at_level(logging.INFO, logger="service.access"):
+        client.get("/health/live")
+    (record,) = access_records(caplog)
+    assert record.lineno == 0 and record.thread is None and record.process is None
+    parsed = json.loads(JsonFormatter().format(record))
+    assert parsed["message"] == "request" and parsed["status"] == 200
