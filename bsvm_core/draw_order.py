@@ -5,7 +5,7 @@ u = Λ^½Vᵀx̃ the row in whitened coordinates and s_g = Λ^-½Vᵀ(w̃_g − 
 rows whose u lie along nearly the same axis (|cos| near 1) rank the draws in nearly the same
 order, or its reverse. Laying out the draws in one group's order therefore puts each row's tail
 values at the two ends of its row: the comparison masks come in long runs, which numpy compacts
-several times faster than scattered ones. The order only moves values around; every value is
+about twice as fast as scattered ones. The order only moves values around; every value is
 still computed and compared, so the result does not depend on it.
 """
 

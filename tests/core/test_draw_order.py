@@ -32,11 +32,8 @@ def test_whitened_rows_give_the_centred_values_against_whitened_draws() -> None:
 
 
 def test_opposite_rows_share_a_group_and_distinct_axes_do_not() -> None:
-    M2 = np.eye(3)
+    M2 = np.diag([0.0, 1.0, 1.0])  # no intercept variance: u is the features' part of (1, x)
     X = np.array([[0.0, 3.0], [0.0, -2.0], [4.0, 0.0], [-1.0, 0.0], [0.0, 0.0]])
-    # in whitened coordinates u = (1, x): all rows share the intercept axis, so use M₂ with a
-    # zero intercept variance to compare the feature axes only
-    M2[0, 0] = 0.0
     _, labels = draw_order.group_rows(X, M2, 2)
     assert labels[0] == labels[1] != labels[2] == labels[3]
 
@@ -101,3 +98,18 @@ def test_identical_draws_and_no_rows() -> None:
     got = projection_quantiles(X, W, b, (0.025, 0.975))
     np.testing.assert_allclose(got, _reference(X, W, b, (0.025, 0.975)), rtol=1e-15)
     assert projection_quantiles(X[:0], W, b, (0.1, 0.9)).shape == (2, 0)
+
+
+def test_few_rows_or_wide_intervals_keep_the_draws_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One group needs no sort of the draws (a one-row interval stays cheap)."""
+
+    def no_sort(*args: object) -> None:
+        raise AssertionError("draws sorted for a single group")
+
+    monkeypatch.setattr(draw_quantiles, "draw_order", no_sort)
+    rng = np.random.default_rng(5)
+    W, b = _dyadic(rng.normal(size=(3, 2000)) * 8), _dyadic(rng.normal(size=2000) * 8)
+    for X, qs in [(_dyadic(rng.normal(size=(3, 3)) * 8), (0.025, 0.975)),
+                  (_dyadic(rng.normal(size=(900, 3)) * 8), (0.3, 0.7))]:  # fmt: skip
+        got = projection_quantiles(X, W, b, qs, max_bytes=2000 * 10 * 4)
+        np.testing.assert_array_equal(got, _reference(X, W, b, qs))
