@@ -22,9 +22,10 @@ Cores. The machine has two. Tables:
   ``2 / (s + g)`` requests per second, one worker ``1 / s``, so the ratio here is bounded by
   ``2 s / (s + g)`` and understates what two workers do on a machine with a spare core.
   ``--pipeline N`` (shared only) has each client write N requests at once and read their
-  answers in order (HTTP/1.1 pipelining): the generator's cost per request ``g`` falls several
-  times, so the ratio comes near what the two workers themselves do. Latencies then run from
-  the write of the N requests to each answer.
+  answers in order (HTTP/1.1 pipelining). Measured at N = 8 (``bench/results.md``) it cut ``g``
+  only from about 57 to 48 µs, since each answer is still parsed in Python, and uvicorn holds a
+  connection's next request until its answer is sent. Latencies then run from the write of the
+  N requests to each answer.
 * ``batching`` — adaptive micro-batching (``BSVM_PREDICT_BATCHING``) off and on, two servers
   side by side on core 0 (generator on core 1), their runs interleaved ``--rounds`` times so
   that a change in the machine's other load hits both.
