@@ -26,9 +26,17 @@ Cores. The machine has two. Tables:
   only from about 57 to 48 µs, since each answer is still parsed in Python, and uvicorn holds a
   connection's next request until its answer is sent. Latencies then run from the write of the
   N requests to each answer.
+* ``workers`` — the ``shared`` comparison done side by side: a server per ``--workers`` count,
+  all started at once on both cores, their runs interleaved ``--rounds`` times per client count,
+  then one line per client count with the best and the median rate against one worker. Use it
+  with ``--generator wrk``: wrk costs a few µs per request (``g`` above) where the Python
+  generator costs 50–60, so the bound ``2 s / (s + g)`` rises from about 1.7 to about 1.95.
 * ``batching`` — adaptive micro-batching (``BSVM_PREDICT_BATCHING``) off and on, two servers
   side by side on core 0 (generator on core 1), their runs interleaved ``--rounds`` times so
   that a change in the machine's other load hits both.
+
+``--generator wrk`` (``bench.wrk_generator``) drives the load with wrk instead of the Python
+generator, for every table but ``--pipeline``.
 
 ``--set KEY=VALUE`` passes a ``BSVM_KEY`` setting to the server (e.g.
 ``--set predict_batch_wait_us=200``); each run prints the settings it used. With the default
@@ -38,6 +46,8 @@ column); the figures in ``bench/results.md`` use ``--set predict_concurrency=64`
     .venv/bin/python -m bench.load_predict --set predict_concurrency=64   # ceiling, split, shared
     .venv/bin/python -m bench.load_predict --tables batching --clients 32 64 --rounds 3 \
         --set predict_concurrency=64
+    .venv/bin/python -m bench.load_predict --generator wrk --tables workers --clients 8 32 64 \
+        --rounds 3 --set predict_concurrency=64
 
 Absolute figures move with other load on the machine (``uptime`` is printed); compare the rows of
 one run.
@@ -61,6 +71,7 @@ import numpy as np
 from sklearn.datasets import load_breast_cancer
 from sklearn.preprocessing import StandardScaler
 
+from bench import wrk_generator
 from bench.load_generator import encode_get, encode_post
 from bench.server import (
     cpu_seconds,
@@ -77,6 +88,8 @@ MODEL_TYPE = "kernel_svm"
 PARAMS = {"C": 1.0, "kernel": "rbf", "gamma": "scale"}
 N_BODIES = 64
 SERVER, GENERATOR, BOTH = {0}, {1}, {0, 1}
+GENERATOR_KIND = {"wrk": False}
+"""Which load generator ``generate`` runs; set once by ``main`` from ``--generator``."""
 HEAD = (
     "| table | workers | clients | req/s | p50 ms | p99 ms | non-200 | server CPU ms/req "
     "| generator CPU | server peak RSS MB |"
@@ -110,8 +123,13 @@ def predict_requests(port: int, model_id: str, X: np.ndarray) -> list[bytes]:
 def generate(
     port: int, requests: list[bytes], clients: int, seconds: float, cores: set[int], depth: int = 1
 ) -> dict:
-    """Run ``bench.load_generator`` pinned to ``cores`` (``depth`` requests in flight per
-    client); its JSON summary."""
+    """Run the load generator pinned to ``cores`` (``depth`` requests in flight per client);
+    its summary. The generator is ``bench.load_generator`` or, with ``GENERATOR_KIND["wrk"]``
+    set by ``--generator wrk``, ``bench.wrk_generator`` (no pipelining there)."""
+    if GENERATOR_KIND["wrk"]:
+        if depth != 1:
+            raise ValueError("--pipeline needs the Python generator")
+        return wrk_generator.run(port, requests, clients, seconds, cores)
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
         json.dump([r.decode("latin-1") for r in requests], fh)
     command = [sys.executable, "-m", "bench.load_generator", "--port", str(port)]
@@ -158,7 +176,8 @@ def measured(
     cpu = sum(cpu_seconds(p) for p in process_tree(pid))
     result = generate(port, requests, clients, seconds, cores, depth)
     cpu = sum(cpu_seconds(p) for p in process_tree(pid)) - cpu
-    total = result["rate"] * (result["seconds"] + 0.5)  # the warm-up's requests cost CPU too
+    # the warm-up's requests cost server CPU too
+    total = result.get("served", result["rate"] * (result["seconds"] + 0.5))
     rss = "+".join(f"{peak_rss_mb(p):.0f}" for p in processes)
     return (
         f"| {table} | {workers} | {clients} | {result['rate']:.0f} | {result['p50_ms']:.2f} | "
@@ -264,6 +283,44 @@ def batching(
         return rows
 
 
+def workers_ab(
+    clients: list[int],
+    seconds: float,
+    settings: dict[str, str],
+    rounds: int,
+    worker_counts: list[int],
+) -> list[str]:
+    """One server per worker count, all on both cores with the generator; their runs interleaved
+    ``rounds`` times per client count (a change in the machine's other load hits every server),
+    then a line per client count with each count's best and median rate against the first's."""
+    with contextlib.ExitStack() as stack:
+        servers = {}
+        for workers in worker_counts:
+            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+            process, url = start_server(tmp, core=BOTH, workers=str(workers), **settings)
+            stack.callback(stop_server, process)
+            port = int(url.rsplit(":", 1)[1])
+            model_id, X = train(url)
+            servers[workers] = (process.pid, port, predict_requests(port, model_id, X))
+        rows, ratios = [], []
+        for n in clients:
+            rates: dict[int, list[float]] = {w: [] for w in servers}
+            for _ in range(rounds):
+                for workers, (pid, port, requests) in servers.items():
+                    row = measured("workers", workers, pid, port, requests, n, seconds, BOTH)
+                    rows.append(row)
+                    rates[workers].append(float(row.split("|")[4]))
+            base = worker_counts[0]
+            for workers in worker_counts[1:]:
+                best = max(rates[workers]) / max(rates[base])
+                median = float(np.median(rates[workers]) / np.median(rates[base]))
+                ratios.append(
+                    f"| workers {workers} / {base}, {n} clients | best {best:.2f}x | "
+                    f"median {median:.2f}x | rounds {rounds} |"
+                )
+        return rows + ratios
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the chosen tables; print one Markdown table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -273,11 +330,15 @@ def main(argv: list[str] | None = None) -> int:
         "--tables",
         nargs="+",
         default=["ceiling", "split", "shared"],
-        choices=["ceiling", "split", "shared", "batching"],
+        choices=["ceiling", "split", "shared", "batching", "workers"],
     )
     parser.add_argument("--batch-wait-us", type=int, default=500, help="for batching")
-    parser.add_argument("--rounds", type=int, default=2, help="for batching: A/B repeats")
-    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="for shared")
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="for batching and workers: A/B repeats"
+    )
+    parser.add_argument(
+        "--workers", type=int, nargs="+", default=[1, 2], help="for shared and workers"
+    )
     parser.add_argument(
         "--pipeline",
         type=int,
@@ -285,13 +346,24 @@ def main(argv: list[str] | None = None) -> int:
         default=[1],
         help="for shared: requests in flight per client (HTTP/1.1 pipelining), one run each",
     )
+    parser.add_argument(
+        "--generator",
+        choices=["python", "wrk"],
+        default="python",
+        help="bench.load_generator (default) or wrk (C; needs the wrk binary, e.g. apt-get "
+        "install wrk): a few µs per request instead of ~55, which matters where it shares cores",
+    )
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--live", action="store_true", help="also GET /health/live")
     args = parser.parse_args(argv)
     settings = dict(item.split("=", 1) for item in args.set)
+    if args.generator == "wrk" and not wrk_generator.available():
+        parser.error("--generator wrk: no wrk on PATH (Debian: apt-get install wrk)")
+    GENERATOR_KIND["wrk"] = args.generator == "wrk"
     print(
         f"uptime: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} (1, 5 min load average); "
-        f"settings {settings or 'default'}; {args.seconds:g} s per run"
+        f"settings {settings or 'default'}; {args.seconds:g} s per run; "
+        f"generator {args.generator}"
     )
     print(HEAD)
     print("|---" * (HEAD.count("|") - 1) + "|")
@@ -300,6 +372,8 @@ def main(argv: list[str] | None = None) -> int:
             rows = ceiling(args.clients, args.seconds)
         elif table == "batching":
             rows = batching(args.clients, args.seconds, settings, args.batch_wait_us, args.rounds)
+        elif table == "workers":
+            rows = workers_ab(args.clients, args.seconds, settings, args.rounds, args.workers)
         elif table == "split":
             rows = served("split", 1, args.clients, args.seconds, settings, args.live)
         else:
