@@ -116,6 +116,13 @@ class Settings(BaseSettings):
     host: str = Field("127.0.0.1", description="Interface uvicorn binds to.")
     port: int = Field(8000, ge=1, le=65535, description="Port uvicorn listens on.")
     log_level: str = Field("info", description="Python logging level name.")
+    access_log_flush_ms: float = Field(
+        100.0,
+        ge=0,
+        le=60_000,
+        description="Access lines are buffered and written out within this many ms (and at "
+        "shutdown, and before any other log line); 0 writes each line at once.",
+    )
     workers: int = Field(
         1, ge=1, le=64, description="Server processes started by python -m service."
     )

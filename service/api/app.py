@@ -15,9 +15,10 @@ from service.api.envelope import install_error_handlers
 from service.api.metrics import Metrics
 from service.api.middleware import RequestContextMiddleware
 from service.api.routes import evaluation, health, jobs, models, predict, train, v2
+from service.api.telemetry_gate import ServiceApp, settle_telemetry
 from service.inference.batching import MicroBatcher
 from service.inference.limits import PredictGate
-from service.logs import configure_logging
+from service.logs import configure_logging, flush_service_logs
 from service.repository.model_types import build_registry
 from service.repository.opening import open_store
 from service.settings import Settings
@@ -61,6 +62,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             app.state.registry,
             metrics=app.state.metrics,
         ).start()
+    if isinstance(app, ServiceApp):
+        app.state.telemetry = settle_telemetry(app)
     try:
         yield
     finally:
@@ -69,13 +72,14 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             app.state.jobs.executor.close()
         if store is not None:
             store.db.dispose()
+        flush_service_logs()
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the app: settings, middleware, error envelope, routers, docs and metrics."""
     settings = settings or Settings()
-    configure_logging(settings.log_level)
-    app = FastAPI(
+    configure_logging(settings.log_level, settings.access_log_flush_ms)
+    app = ServiceApp(
         title="bsvm",
         version=__version__,
         description=DESCRIPTION,

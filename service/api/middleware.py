@@ -23,6 +23,7 @@ from service.api.auth import API_KEY_HEADER, check_api_key
 from service.api.envelope import REQUEST_ID_HEADER, api_error_response, internal_error
 from service.api.metrics import Metrics
 from service.errors import ApiError, PayloadTooLarge, RequestTimeout, detail
+from service.logs import log_direct
 from service.settings import Settings
 
 Scope = MutableMapping[str, Any]
@@ -256,4 +257,4 @@ class RequestContextMiddleware:
             "latency_ms": round(seconds * 1000, 3),
             "model_id": state.get("model_id"),
         }
-        access_log.info("request", extra={"fields": fields})
+        log_direct(access_log, logging.INFO, "request", fields)
