@@ -45,6 +45,15 @@ def utc_ms(created: float) -> str:
     return f"{_SECOND[1]}.{micro // 1000:03d}+00:00"
 
 
+def utc_ms_ns(ns: int) -> str:
+    """``utc_ms`` of a ``time.time_ns()`` reading, in integer arithmetic (milliseconds truncated)."""
+    second, milli = divmod(ns // 1_000_000, 1000)
+    if second != _SECOND[0]:
+        _SECOND[1] = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        _SECOND[0] = second
+    return f"{_SECOND[1]}.{milli:03d}+00:00"
+
+
 def _encode(value: Any) -> str:
     return orjson.dumps(value, default=str, option=_OPTIONS).decode()
 
@@ -64,15 +73,15 @@ def _line_middle(level: str, logger: str, message: str) -> str:
     return _encode({"level": level, "logger": logger, "message": message})[1:-1]
 
 
-def direct_line(
-    created: float, level: str, logger: str, message: str, fields: dict[str, Any]
-) -> str:
-    """``json_line``'s text, spliced from a cached middle and the encoded ``fields`` (for a fixed
-    level, logger and message, as the access line has)."""
+def direct_line(now_ns: int, level: str, logger: str, message: str, fields: dict[str, Any]) -> str:
+    """``json_line``'s text at ``time.time_ns()`` reading ``now_ns``, spliced from a cached middle
+    and the encoded ``fields`` (for a fixed level, logger and message, as the access line has)."""
     if not fields or not _RESERVED.isdisjoint(fields):
-        return json_line(created, level, logger, message, fields)
+        line = {"ts": utc_ms_ns(now_ns), "level": level, "logger": logger, "message": message}
+        line.update(fields)
+        return _encode(line)
     middle = _line_middle(level, logger, message)
-    return f'{{"ts":"{utc_ms(created)}",{middle},{_encode(fields)[1:]}'
+    return f'{{"ts":"{utc_ms_ns(now_ns)}",{middle},{_encode(fields)[1:]}'
 
 
 class JsonFormatter(logging.Formatter):
@@ -159,7 +168,7 @@ def log_direct(logger: logging.Logger, level: int, message: str, fields: dict[st
     if handler is None:
         logger.log(level, message, extra={"fields": fields})
         return
-    line = direct_line(time.time(), logging.getLevelName(level), logger.name, message, fields)
+    line = direct_line(time.time_ns(), logging.getLevelName(level), logger.name, message, fields)
     try:
         if handler.add_line(line):
             try:

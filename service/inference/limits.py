@@ -62,11 +62,21 @@ def give_back_memory(input_bytes: int) -> None:
 
 
 class PredictGate:
-    """At most ``limit`` predicts at once; the next one is refused with 503, not queued."""
+    """At most ``limit`` predicts at once; the next one is refused with 503, not queued.
+
+    A counter under a ``threading.Lock`` (both C-level): a non-blocking ``BoundedSemaphore`` does
+    the same through a Python-level ``Condition``, a few µs per predict.
+    """
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        self._slots = threading.BoundedSemaphore(limit)
+        self._lock = threading.Lock()
+        self._held = 0
+
+    @property
+    def held(self) -> int:
+        """Slots held now."""
+        return self._held
 
     def slot(self) -> PredictGate:
         """``with gate.slot():`` holds one slot for the block, or raises 503 (Retry-After) when
@@ -74,11 +84,18 @@ class PredictGate:
         return self
 
     def __enter__(self) -> None:
-        if not self._slots.acquire(blocking=False):
+        with self._lock:
+            free = self._held < self.limit
+            if free:
+                self._held += 1
+        if not free:
             raise Unavailable(
                 f"{self.limit} predictions are running (BSVM_PREDICT_CONCURRENCY); retry shortly",
                 headers={"Retry-After": "1"},
             )
 
     def __exit__(self, *exc_info: object) -> None:
-        self._slots.release()
+        with self._lock:
+            if self._held <= 0:
+                raise ValueError("PredictGate released more slots than it gave")
+            self._held -= 1

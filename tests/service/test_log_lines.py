@@ -22,6 +22,7 @@ from service.logs import (
     json_line,
     log_direct,
     utc_ms,
+    utc_ms_ns,
 )
 from service.settings import Settings
 
@@ -58,14 +59,21 @@ def test_utc_ms_is_what_datetime_writes():
         assert utc_ms(t) == datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds")
 
 
+def test_utc_ms_ns_truncates_to_the_millisecond():
+    rng = random.Random(1)
+    for ns in [rng.randrange(0, 4 * 10**18) for _ in range(20_000)] + [1_795_471_223_999_999_999]:
+        expected = datetime.fromtimestamp(ns // 1000 / 1e6, UTC).isoformat(timespec="milliseconds")
+        assert utc_ms_ns(ns) == expected
+
+
 def test_direct_line_is_json_line():
-    t = 1_795_471_223.8069994
+    ns = 1_795_471_223_806_999_400
     for fields in (FIELDS, {}, {"message": "clash"}, {"n": [1.5, float("nan")]}):
-        line = direct_line(t, "INFO", "service.access", "request", dict(fields))
-        assert line == json_line(t, "INFO", "service.access", "request", fields)
+        line = direct_line(ns, "INFO", "service.access", "request", dict(fields))
+        assert line == json_line(ns / 1e9, "INFO", "service.access", "request", fields)
         parsed = json.loads(line)
         assert parsed["ts"] == "2026-11-23T22:00:23.806+00:00"
-    assert json.loads(direct_line(t, "INFO", "a", "m", FIELDS))["path"] == FIELDS["path"]
+    assert json.loads(direct_line(ns, "INFO", "a", "m", FIELDS))["path"] == FIELDS["path"]
 
 
 def test_direct_handler_only_when_ours_is_the_only_one(service_logger, monkeypatch):
