@@ -1,4 +1,4 @@
-"""KernelSVM: the C-SVC dual by SMO (``solvers.smo``, ``solvers.batched_smo``) behind a scikit-learn estimator."""
+"""KernelSVM: the C-SVC dual by active sets or SMO (``solvers.active_set``, ``.smo``, ``.batched_smo``)."""
 
 from __future__ import annotations
 
@@ -23,8 +23,15 @@ from .kernels import (
     resolve_gamma,
 )
 from .multiclass import problem_targets
+from .solvers.active_set import active_set_solve
 from .solvers.batched_smo import batched_smo_solve
 from .solvers.smo import DualDivergence, SMOResult, smo_solve
+
+ACTIVE_SET_MAX_ROWS = 1500
+"""Binary problems with fewer rows (finite C, a positive semi-definite kernel, no max_iter) try the
+primal-dual active-set solver first (``solvers.active_set``), falling back to one-pair SMO.
+Measured on make_classification(n, 20): 1.2-1.7x faster than SMO below 1000 rows, even at 1500,
+slower from 2000 (the Cholesky of a large free set)."""
 
 BATCHED_MIN_ROWS = 8000
 """Binary problems with at least this many rows use the batched working-set solver; smaller ones
@@ -53,7 +60,9 @@ class KernelSVM(SVMClassifierBase):
     Minimises ½ αᵀQα − eᵀα subject to yᵀα = 0 and 0 ≤ α ≤ C (Q_ij = y_i y_j k(x_i, x_j)) with the
     second-order working-set selection of Fan, Chen & Lin (2005): one pair at a time with a bounded
     kernel-row cache below ``BATCHED_MIN_ROWS`` rows, else on batched working sets with float32
-    kernel blocks and shrinking (``solvers.batched_smo``).
+    kernel blocks and shrinking (``solvers.batched_smo``). Below ``ACTIVE_SET_MAX_ROWS`` rows
+    (finite C, not sigmoid, ``max_iter=None``) a primal-dual active-set solver is tried first
+    (``solvers.active_set``; SMO when it gives up), which meets the same stopping rule.
 
     Parameters
     ----------
@@ -107,7 +116,7 @@ class KernelSVM(SVMClassifierBase):
     objective_ : ndarray of shape (n_problems,)
         Dual objective ½ αᵀQα − eᵀα at the solution of each problem.
     n_iter_ : ndarray of shape (n_problems,)
-        SMO iterations of each problem.
+        Iterations of each problem: SMO steps, or active-set rounds where that solver finished.
     binary_problems_ : list of (int, int)
         (positive, negative) class indices of each problem (negative −1 = rest).
     """
@@ -254,7 +263,7 @@ class KernelSVM(SVMClassifierBase):
         )
 
     def _solve_dual(self, X: np.ndarray, y_pm: np.ndarray, C: float) -> SMOResult:
-        """The dual by batched working sets (large problems) or one-pair SMO (small ones)."""
+        """The dual by batched working sets (large problems), else active sets, else one-pair SMO."""
         kw = self._kernel_args()
         diag = kernel_diagonal(X, self.kernel, **kw)
         common = {
@@ -265,6 +274,20 @@ class KernelSVM(SVMClassifierBase):
         if y_pm.size >= BATCHED_MIN_ROWS:
             block = kernel_block_function(X, self.kernel, **kw)
             return batched_smo_solve(block, diag, y_pm, C, **common)
+        if (
+            y_pm.size < ACTIVE_SET_MAX_ROWS
+            and math.isfinite(C)
+            and self.max_iter is None
+            and self.kernel != "sigmoid"
+        ):
+            # rbf: float32 blocks (SIMD exponential), relative error 1e-7 as libsvm's cache
+            dtype = np.float32 if self.kernel == "rbf" else np.float64
+            block = kernel_block_function(X, self.kernel, **kw, dtype=dtype)
+            res = active_set_solve(
+                block, diag, y_pm, C, tol=float(self.tol), cache_mb=self.cache_mb, block_dtype=dtype
+            )
+            if res is not None:
+                return res
         row = kernel_row_function(X, self.kernel, **kw)
         return smo_solve(row, diag, y_pm, C, floor_curvature=self.kernel != "rbf", **common)
 
