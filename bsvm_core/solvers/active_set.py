@@ -128,6 +128,7 @@ def active_set_solve(
     tol: float = 1e-3,
     cache_mb: float = 200.0,
     block_dtype: type = np.float64,
+    alpha0: np.ndarray | None = None,
 ) -> SMOResult | None:
     """Solve the C-SVC dual (finite C) by primal-dual active sets; None when it cannot finish.
 
@@ -147,6 +148,9 @@ def active_set_solve(
         Memory budget of the kept (float64) kernel rows.
     block_dtype : type
         dtype of ``block``'s output.
+    alpha0 : ndarray of shape (n,) or None
+        A guess (e.g. a short SMO run's α): the first sets are its free points and those at C,
+        with the seeds added when it has fewer than two free points.
 
     Returns
     -------
@@ -159,14 +163,27 @@ def active_set_solve(
     if store.rows.shape[0] < 2 * SEED_PER_CLASS:
         return None
     state = np.zeros(n, dtype=np.int8)  # 0: α = 0, 1: free, 2: α = C
-    for members in (np.flatnonzero(y > 0), np.flatnonzero(y < 0)):
-        picks = np.linspace(0, members.size - 1, min(SEED_PER_CLASS, members.size))
-        state[members[picks.astype(np.int64)]] = 1
+    if alpha0 is not None:
+        state[alpha0 > 0.0] = 1
+        state[alpha0 >= C] = 2
+    if np.count_nonzero(state == 1) < 2:
+        for members in (np.flatnonzero(y > 0), np.flatnonzero(y < 0)):
+            picks = np.linspace(0, members.size - 1, min(SEED_PER_CLASS, members.size))
+            state[members[picks.astype(np.int64)]] = 1
+    seen: set[bytes] = set()  # the sets of every round: a repeat is a cycle
     upper = np.flatnonzero(state == 2)
     f_U = np.zeros(n)  # Σ_U C y_u K(x_u, ·), updated as U changes
+    if upper.size:
+        if not store.ensure(upper):
+            return None
+        f_U = (C * y[upper]) @ store.rows.take(store.slot[upper], axis=0)
     theta = 0.25 * tol
     budget, last_changes = n, n + 1
     for rounds in range(1, MAX_ROUNDS + 1):
+        key = state.tobytes()
+        if key in seen:
+            return None
+        seen.add(key)
         free = np.flatnonzero(state == 1)
         if free.size == 0 or not store.ensure(free):
             return None

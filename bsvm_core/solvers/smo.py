@@ -34,6 +34,7 @@ class SMOResult:
     n_iter: int
     converged: bool
     n_kernel_rows: int
+    grad: np.ndarray | None = None  # F = −y∘∇f at α (SMO's state, to resume from)
 
 
 class DualDivergence(ArithmeticError):
@@ -133,6 +134,7 @@ def smo_solve(
     max_iter: int | None = None,
     cache_mb: float = 200.0,
     floor_curvature: bool = True,
+    start: SMOResult | None = None,
 ) -> SMOResult:
     """Solve the C-SVC dual by SMO with WSS3 (Fan, Chen & Lin 2005, Algorithm 1 and eq. (3.3)).
 
@@ -156,6 +158,9 @@ def smo_solve(
         Floor a_it = K_ii + K_tt − 2K_it at tau (needed for non-PSD kernels and rounding). False
         is allowed only when K_it ≤ (K_ii + K_tt) / 2 holds exactly for the computed rows (rbf with
         distances clipped at zero, K ≤ 1 = K_ii); it saves one pass per iteration.
+    start : SMOResult or None
+        Resume from its feasible ``alpha`` and ``grad`` (a run stopped by ``max_iter``) instead of
+        α = 0; ``n_iter`` and ``n_kernel_rows`` then include its own.
 
     Returns
     -------
@@ -176,12 +181,19 @@ def smo_solve(
     min_distance = -1.0  # hard margin: set from the data's spread at the first row
     cache = KernelRowCache(row, n, cache_mb)
 
-    alpha = [0.0] * n  # a list: scalar reads and writes are several times cheaper than numpy's
-    F = y.copy()  # α = 0: ∇f = −e, so F = −y∘∇f = y
     inf = math.inf
-    # α = 0: y=+1 is in I_up only, y=−1 in I_low only
-    up_pen = np.where(y > 0, 0.0, -inf)
-    low_pen = np.where(y > 0, inf, 0.0)
+    if start is None or start.grad is None:
+        alpha = [0.0] * n  # a list: scalar reads and writes are several times cheaper than numpy's
+        F = y.copy()  # α = 0: ∇f = −e, so F = −y∘∇f = y
+        # α = 0: y=+1 is in I_up only, y=−1 in I_low only
+        up_pen = np.where(y > 0, 0.0, -inf)
+        low_pen = np.where(y > 0, inf, 0.0)
+    else:
+        alpha = start.alpha.tolist()
+        F = start.grad.copy()
+        pos = y > 0
+        up_pen = np.where((pos & (start.alpha < C)) | (~pos & (start.alpha > 0.0)), 0.0, -inf)
+        low_pen = np.where((pos & (start.alpha > 0.0)) | (~pos & (start.alpha < C)), 0.0, inf)
     ys = y.tolist()
     diag_l = diag.tolist()
     const_diag = bool(np.all(diag == diag[0]))
@@ -263,11 +275,13 @@ def smo_solve(
                 )
 
     alpha = np.array(alpha)
+    before = (start.n_iter, start.n_kernel_rows) if start is not None else (0, 0)
     return SMOResult(
         alpha=alpha,
         intercept=intercept_rule(alpha, F, y, C),
         objective=dual_objective(alpha, F, y),
-        n_iter=n_iter,
+        n_iter=before[0] + n_iter,
         converged=converged,
-        n_kernel_rows=cache.n_computed,
+        n_kernel_rows=before[1] + cache.n_computed,
+        grad=F,
     )

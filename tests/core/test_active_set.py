@@ -11,10 +11,15 @@ from sklearn.svm import SVC
 from bsvm_core import kernel_svm
 from bsvm_core.exceptions import NotSeparableError
 from bsvm_core.kernel_svm import KernelSVM
-from bsvm_core.kernels import kernel_block_function, kernel_diagonal, kernel_matrix
+from bsvm_core.kernels import (
+    kernel_block_function,
+    kernel_diagonal,
+    kernel_matrix,
+    kernel_row_function,
+)
 from bsvm_core.solvers import active_set
 from bsvm_core.solvers.active_set import active_set_solve
-from bsvm_core.solvers.smo import SMOResult
+from bsvm_core.solvers.smo import SMOResult, smo_solve
 
 from .test_smo import clarabel_dual, problem
 
@@ -27,7 +32,7 @@ def wide_problem(n: int = 150, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     return StandardScaler().fit_transform(X), np.where(y == 1, 1.0, -1.0)
 
 
-def solve(X: np.ndarray, y: np.ndarray, kernel: str, C: float, **kw: float) -> SMOResult | None:
+def solve(X: np.ndarray, y: np.ndarray, kernel: str, C: float, **kw: object) -> SMOResult | None:
     return active_set_solve(
         kernel_block_function(X, kernel, **ARGS, dtype=np.float64),
         kernel_diagonal(X, kernel, **ARGS),
@@ -111,15 +116,44 @@ class Spy:
         return res
 
 
-def test_estimator_falls_back_to_smo_with_the_same_solution(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    X, y = problem(n=120)
+def test_estimator_resumes_smo_when_it_gives_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    X, y = wide_problem(n=300)  # linear kernel, 10 features: Q_FF singular beyond 10 free points
     spy = Spy(monkeypatch)
     est = KernelSVM(kernel="linear", C=1.0).fit(X, y)
     assert spy.results == [None]
+    assert est.n_iter_[0] > 300 // kernel_svm.PROBE_FRACTION  # SMO went on from the probe
+    monkeypatch.setattr(kernel_svm, "ACTIVE_SET_MAX_ROWS", 0)
+    plain = KernelSVM(kernel="linear", C=1.0).fit(X, y)  # SMO alone, from α = 0
+    assert est.objective_[0] == pytest.approx(plain.objective_[0], rel=1e-6)
     ref = SVC(kernel="linear", C=1.0).fit(X, y)
     assert np.mean(est.predict(X) == ref.predict(X)) >= 0.99
+
+
+@pytest.mark.parametrize("shape", [(120, 10), (300, 3)])
+def test_estimator_leaves_small_and_low_dimensional_problems_to_smo(
+    shape: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    n, d = shape
+    X, y = make_classification(n_samples=n, n_features=d, n_informative=2, n_redundant=0)
+    spy = Spy(monkeypatch)
+    est = KernelSVM(C=100.0).fit(X, y)
+    assert spy.results == []
+    assert est.n_iter_[0] > n // kernel_svm.PROBE_FRACTION  # no probe cut it short
+
+
+def test_warm_start_from_a_short_smo_run_reaches_the_optimum() -> None:
+    X, y = wide_problem(n=250, seed=4)
+    C = 10.0
+    probe = smo_solve(
+        kernel_row_function(X, "rbf", **ARGS), np.ones(y.size), y, C, tol=1e-8, max_iter=40
+    )
+    assert not probe.converged
+    res = solve(X, y, "rbf", C, tol=1e-8, alpha0=probe.alpha)
+    assert res is not None and res.converged
+    cold = solve(X, y, "rbf", C, tol=1e-8)
+    assert cold is not None and res.n_iter < cold.n_iter
+    K = kernel_matrix(X, X, "rbf", **ARGS)
+    assert res.objective == pytest.approx(clarabel_dual(K, y, C), rel=1e-7)
 
 
 @pytest.mark.parametrize(
@@ -146,6 +180,6 @@ def test_digits_one_vs_one_uses_it_and_agrees_with_libsvm(monkeypatch: pytest.Mo
     X = StandardScaler().fit_transform(X)
     spy = Spy(monkeypatch)
     ours = KernelSVM().fit(X, y)
-    assert len(spy.results) == 45 and all(r is not None for r in spy.results)
+    assert len(spy.results) == 45 and all(r is not None for r in spy.results)  # no probe finished
     ref = SVC().fit(X, y)
     assert np.mean(ours.predict(X) == ref.predict(X)) >= 0.995
