@@ -25,30 +25,32 @@ from .kernels import (
 from .multiclass import problem_targets
 from .solvers.active_set import active_set_solve
 from .solvers.batched_smo import batched_smo_solve
+from .solvers.kernel_cache import KernelRowCache
 from .solvers.smo import DualDivergence, SMOResult, smo_solve
 
 ACTIVE_SET_MAX_ROWS = 1500
-"""Binary problems with fewer rows (and at least ``ACTIVE_SET_MIN_ROWS`` rows and
-``ACTIVE_SET_MIN_FEATURES`` features, finite C, a positive semi-definite kernel, no max_iter) try
-the primal-dual active-set solver (``solvers.active_set``) after a short SMO probe. Measured on
-make_classification(n, 20): 1.2-1.7x faster than SMO below 1000 rows, even at 1500, slower from
-2000 (the Cholesky of a large free set)."""
+"""Binary problems with fewer rows (at least ``ACTIVE_SET_MIN_ROWS``, finite C, a positive
+semi-definite kernel, no max_iter) start with a short SMO probe and may go on with the primal-dual
+active-set solver (``solvers.active_set``). Measured on make_classification(n, 20): 1.2-1.7x faster
+than SMO below 1000 rows, even at 1500, slower from 2000 (the Cholesky of a large free set)."""
 
 ACTIVE_SET_MIN_ROWS = 200
 """Smaller problems stay with SMO: it finishes them in about 1 ms, a few active-set rounds' fixed
 cost (measured on wine pairs, 130 rows: 1.1-1.2x slower with the active sets)."""
 
 ACTIVE_SET_MIN_FEATURES = 8
-"""Problems with fewer features stay with SMO: the rbf Gram matrix of a low-dimensional sample is
-numerically low-rank, so Q_FF of the free set fails the pivot test or the rounds cycle (measured
-on iris, moons, make_classification with 3 and 5 features: every attempt gave up, costing
-5-60 % more than SMO alone)."""
+"""Problems whose centred features span fewer dimensions (:func:`rank_at_least`) stay with SMO: the
+rbf Gram matrix of a low-dimensional sample is numerically low-rank, so Q_FF of the free set fails
+the pivot test or the rounds cycle (measured on iris, moons, make_classification with 3 and 5
+features, and with 10 features of rank 2: every attempt gave up, costing 5-60 % more than SMO)."""
 
 PROBE_FRACTION = 6
-"""SMO runs n // PROBE_FRACTION steps first; its α seeds the active sets when it has not
-converged (then the rounds are 1-5 instead of 7-13), and SMO resumes from it when they give up.
-Measured on breast cancer and digits pairs: n // 8 leaves breast cancer (C=1) 1.17x slower, n // 4
-loses the digits gain (0.98x of SMO); n // 6: 1.0x and 0.9x (C=1), 0.35x and 0.8x (C=100)."""
+"""SMO runs n // PROBE_FRACTION steps first. If it has not converged and most of the points it moved
+are free (:func:`_mostly_free`), its sets seed the active sets (1-5 rounds instead of 7-13), and
+SMO resumes from it, with its row cache, when they give up; otherwise SMO goes on at once. Measured
+on breast cancer and digits pairs: n // 8 leaves breast cancer (C=1) 1.17x slower, n // 4 loses the
+digits gain; n // 6: 1.0x and 0.9x (C=1), 0.35x and 0.8x (C=100). Probes with more points at C
+than free (small C, e.g. 0.1, where SMO is quick) gave 1.2-1.7x slower fits with the rounds."""
 
 BATCHED_MIN_ROWS = 8000
 """Binary problems with at least this many rows use the batched working-set solver; smaller ones
@@ -71,15 +73,34 @@ class BinaryKernelModel:
     converged: bool
 
 
+def rank_at_least(X: np.ndarray, k: int) -> bool:
+    """Whether the centred X has rank ≥ k: the k × k Gram matrix of (X − x̄)G, G a fixed Gaussian
+    d × k matrix, has no eigenvalue below 1e-12 of its largest (singular values below 1e-6)."""
+    if min(X.shape) < k:
+        return False
+    G = np.random.default_rng(0).standard_normal((X.shape[1], k))
+    sketch = X @ G
+    sketch -= X.mean(axis=0) @ G
+    eig = np.linalg.eigvalsh(sketch.T @ sketch)
+    return bool(eig[0] > 1e-12 * eig[-1])
+
+
+def _mostly_free(alpha: np.ndarray, C: float) -> bool:
+    """Whether at least two α_t are free (0 < α_t < C) and no fewer are free than at C."""
+    n_free = int(np.count_nonzero((alpha > 0.0) & (alpha < C)))
+    return n_free >= max(2, int(np.count_nonzero(alpha >= C)))
+
+
 class KernelSVM(SVMClassifierBase):
     """Kernel support-vector classifier: the libsvm C-SVC dual by SMO with WSS3.
 
     Minimises ½ αᵀQα − eᵀα subject to yᵀα = 0 and 0 ≤ α ≤ C (Q_ij = y_i y_j k(x_i, x_j)) with the
     second-order working-set selection of Fan, Chen & Lin (2005): one pair at a time with a bounded
     kernel-row cache below ``BATCHED_MIN_ROWS`` rows, else on batched working sets with float32
-    kernel blocks and shrinking (``solvers.batched_smo``). Below ``ACTIVE_SET_MAX_ROWS`` rows
-    (finite C, not sigmoid, ``max_iter=None``) a primal-dual active-set solver is tried first
-    (``solvers.active_set``; SMO when it gives up), which meets the same stopping rule.
+    kernel blocks and shrinking (``solvers.batched_smo``). From ``ACTIVE_SET_MIN_ROWS`` to
+    ``ACTIVE_SET_MAX_ROWS`` rows (finite C, not sigmoid, ``max_iter=None``, features of rank ≥ 8)
+    a short SMO probe that leaves mostly free points hands them to a primal-dual active-set solver
+    (``solvers.active_set``; SMO resumes when it gives up), which meets the same stopping rule.
 
     Parameters
     ----------
@@ -301,28 +322,29 @@ class KernelSVM(SVMClassifierBase):
             and self.max_iter is None
             and self.kernel != "sigmoid"
         ):
-            probe = smo_solve(
-                row, diag, y_pm, C, **{**smo_args, "max_iter": y_pm.size // PROBE_FRACTION}
-            )
+            cache = KernelRowCache(row, y_pm.size, float(self.cache_mb))
+            step = {**smo_args, "max_iter": max(1, y_pm.size // PROBE_FRACTION), "cache": cache}
+            probe = smo_solve(row, diag, y_pm, C, **step)
             if probe.converged:
                 return probe
-            # rbf: float32 blocks (SIMD exponential), relative error 1e-7 as libsvm's cache
-            dtype = np.float32 if self.kernel == "rbf" else np.float64
-            block = kernel_block_function(X, self.kernel, **kw, dtype=dtype)
-            res = active_set_solve(
-                block,
-                diag,
-                y_pm,
-                C,
-                tol=float(self.tol),
-                cache_mb=self.cache_mb,
-                block_dtype=dtype,
-                alpha0=probe.alpha,
-            )
-            if res is not None:
-                res.n_iter += probe.n_iter
-                return res
-            return smo_solve(row, diag, y_pm, C, start=probe, **smo_args)
+            if _mostly_free(probe.alpha, C) and rank_at_least(X, ACTIVE_SET_MIN_FEATURES):
+                # rbf: float32 blocks (SIMD exponential), relative error 1e-7 as libsvm's cache
+                dtype = np.float32 if self.kernel == "rbf" else np.float64
+                block = kernel_block_function(X, self.kernel, **kw, dtype=dtype)
+                res = active_set_solve(
+                    block,
+                    diag,
+                    y_pm,
+                    C,
+                    tol=float(self.tol),
+                    cache_mb=self.cache_mb,
+                    block_dtype=dtype,
+                    start=probe,
+                )
+                if res is not None:
+                    res.n_iter += probe.n_iter
+                    return res
+            return smo_solve(row, diag, y_pm, C, start=probe, cache=cache, **smo_args)
         return smo_solve(row, diag, y_pm, C, **smo_args)
 
     def _after_fit(self, X: np.ndarray, y_idx: np.ndarray) -> None:

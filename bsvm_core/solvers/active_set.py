@@ -128,7 +128,7 @@ def active_set_solve(
     tol: float = 1e-3,
     cache_mb: float = 200.0,
     block_dtype: type = np.float64,
-    alpha0: np.ndarray | None = None,
+    start: SMOResult | None = None,
 ) -> SMOResult | None:
     """Solve the C-SVC dual (finite C) by primal-dual active sets; None when it cannot finish.
 
@@ -148,9 +148,9 @@ def active_set_solve(
         Memory budget of the kept (float64) kernel rows.
     block_dtype : type
         dtype of ``block``'s output.
-    alpha0 : ndarray of shape (n,) or None
-        A guess (e.g. a short SMO run's α): the first sets are its free points and those at C,
-        with the seeds added when it has fewer than two free points.
+    start : SMOResult or None
+        A short SMO run: the first sets are its free points and those at C (the seeds are added
+        when it has fewer than two free points).
 
     Returns
     -------
@@ -163,9 +163,9 @@ def active_set_solve(
     if store.rows.shape[0] < 2 * SEED_PER_CLASS:
         return None
     state = np.zeros(n, dtype=np.int8)  # 0: α = 0, 1: free, 2: α = C
-    if alpha0 is not None:
-        state[alpha0 > 0.0] = 1
-        state[alpha0 >= C] = 2
+    if start is not None:
+        state[start.alpha > 0.0] = 1
+        state[start.alpha >= C] = 2
     if np.count_nonzero(state == 1) < 2:
         for members in (np.flatnonzero(y > 0), np.flatnonzero(y < 0)):
             picks = np.linspace(0, members.size - 1, min(SEED_PER_CLASS, members.size))

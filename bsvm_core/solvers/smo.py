@@ -135,6 +135,7 @@ def smo_solve(
     cache_mb: float = 200.0,
     floor_curvature: bool = True,
     start: SMOResult | None = None,
+    cache: KernelRowCache | None = None,
 ) -> SMOResult:
     """Solve the C-SVC dual by SMO with WSS3 (Fan, Chen & Lin 2005, Algorithm 1 and eq. (3.3)).
 
@@ -161,6 +162,9 @@ def smo_solve(
     start : SMOResult or None
         Resume from its feasible ``alpha`` and ``grad`` (a run stopped by ``max_iter``) instead of
         α = 0; ``n_iter`` and ``n_kernel_rows`` then include its own.
+    cache : KernelRowCache or None
+        A cache of ``row``'s rows to use (e.g. the stopped run's, to keep its rows) instead of a
+        new one of ``cache_mb``.
 
     Returns
     -------
@@ -179,7 +183,9 @@ def smo_solve(
         max_iter = default_max_iter(n)
     hard = math.isinf(C)
     min_distance = -1.0  # hard margin: set from the data's spread at the first row
-    cache = KernelRowCache(row, n, cache_mb)
+    if cache is None:
+        cache = KernelRowCache(row, n, cache_mb)
+    rows_before = cache.n_computed
 
     inf = math.inf
     if start is None or start.grad is None:
@@ -282,6 +288,6 @@ def smo_solve(
         objective=dual_objective(alpha, F, y),
         n_iter=before[0] + n_iter,
         converged=converged,
-        n_kernel_rows=before[1] + cache.n_computed,
+        n_kernel_rows=before[1] + cache.n_computed - rows_before,
         grad=F,
     )
