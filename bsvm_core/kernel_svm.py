@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Callable
@@ -46,7 +47,7 @@ features, and with 10 features of rank 2: every attempt gave up, costing 5-60 % 
 
 PROBE_FRACTION = 6
 """SMO runs n // PROBE_FRACTION steps first. If it has not converged and most of the points it moved
-are free (:func:`_mostly_free`), its sets seed the active sets (1-5 rounds instead of 7-13), and
+are free (:func:`_hand_over`), its sets seed the active sets (1-5 rounds instead of 7-13), and
 SMO resumes from it, with its row cache, when they give up; otherwise SMO goes on at once. Measured
 on breast cancer and digits pairs: n // 8 leaves breast cancer (C=1) 1.17x slower, n // 4 loses the
 digits gain; n // 6: 1.0x and 0.9x (C=1), 0.35x and 0.8x (C=100). Probes with more points at C
@@ -73,22 +74,37 @@ class BinaryKernelModel:
     converged: bool
 
 
+RANK_SAMPLE_ROWS = 256
+"""Rows (evenly spaced) that :func:`rank_at_least` looks at."""
+
+
+@functools.cache
+def _gaussian_sketch(d: int, k: int) -> np.ndarray:
+    """A fixed d × k standard Gaussian matrix (seed 0), made once per shape."""
+    return np.random.default_rng(0).standard_normal((d, k))
+
+
 def rank_at_least(X: np.ndarray, k: int) -> bool:
     """Whether the centred X has rank ≥ k: the k × k Gram matrix of (X − x̄)G, G a fixed Gaussian
-    d × k matrix, has no eigenvalue below 1e-12 of its largest (singular values below 1e-6)."""
+    d × k matrix, has no eigenvalue below 1e-12 of its largest (singular values below 1e-6), on
+    ``RANK_SAMPLE_ROWS`` of the rows."""
     if min(X.shape) < k:
         return False
-    G = np.random.default_rng(0).standard_normal((X.shape[1], k))
-    sketch = X @ G
-    sketch -= X.mean(axis=0) @ G
+    if X.shape[0] > RANK_SAMPLE_ROWS:
+        X = X[np.linspace(0, X.shape[0] - 1, RANK_SAMPLE_ROWS).astype(np.int64)]
+    sketch = X @ _gaussian_sketch(X.shape[1], k)
+    sketch -= sketch.mean(axis=0)
     eig = np.linalg.eigvalsh(sketch.T @ sketch)
     return bool(eig[0] > 1e-12 * eig[-1])
 
 
-def _mostly_free(alpha: np.ndarray, C: float) -> bool:
-    """Whether at least two α_t are free (0 < α_t < C) and no fewer are free than at C."""
+def _hand_over(alpha: np.ndarray, X: np.ndarray, C: float) -> bool:
+    """Whether SMO's α should seed the active sets: at least two α_t free (0 < α_t < C), no fewer
+    free than at C, and features of rank ≥ ``ACTIVE_SET_MIN_FEATURES``."""
     n_free = int(np.count_nonzero((alpha > 0.0) & (alpha < C)))
-    return n_free >= max(2, int(np.count_nonzero(alpha >= C)))
+    if n_free < max(2, int(np.count_nonzero(alpha >= C))):
+        return False
+    return rank_at_least(X, ACTIVE_SET_MIN_FEATURES)
 
 
 class KernelSVM(SVMClassifierBase):
@@ -322,28 +338,31 @@ class KernelSVM(SVMClassifierBase):
             and self.max_iter is None
             and self.kernel != "sigmoid"
         ):
+            # SMO alone unless, after its first n // PROBE_FRACTION steps, the sets look ready
             cache = KernelRowCache(row, y_pm.size, float(self.cache_mb))
-            step = {**smo_args, "max_iter": max(1, y_pm.size // PROBE_FRACTION), "cache": cache}
-            probe = smo_solve(row, diag, y_pm, C, **step)
+            hand_over = (
+                max(1, y_pm.size // PROBE_FRACTION),
+                functools.partial(_hand_over, X=X, C=C),
+            )
+            probe = smo_solve(row, diag, y_pm, C, cache=cache, stop_if=hand_over, **smo_args)
             if probe.converged:
                 return probe
-            if _mostly_free(probe.alpha, C) and rank_at_least(X, ACTIVE_SET_MIN_FEATURES):
-                # rbf: float32 blocks (SIMD exponential), relative error 1e-7 as libsvm's cache
-                dtype = np.float32 if self.kernel == "rbf" else np.float64
-                block = kernel_block_function(X, self.kernel, **kw, dtype=dtype)
-                res = active_set_solve(
-                    block,
-                    diag,
-                    y_pm,
-                    C,
-                    tol=float(self.tol),
-                    cache_mb=self.cache_mb,
-                    block_dtype=dtype,
-                    start=probe,
-                )
-                if res is not None:
-                    res.n_iter += probe.n_iter
-                    return res
+            # rbf: float32 blocks (SIMD exponential), relative error 1e-7 as libsvm's cache
+            dtype = np.float32 if self.kernel == "rbf" else np.float64
+            block = kernel_block_function(X, self.kernel, **kw, dtype=dtype)
+            res = active_set_solve(
+                block,
+                diag,
+                y_pm,
+                C,
+                tol=float(self.tol),
+                cache_mb=self.cache_mb,
+                block_dtype=dtype,
+                start=probe,
+            )
+            if res is not None:
+                res.n_iter += probe.n_iter
+                return res
             return smo_solve(row, diag, y_pm, C, start=probe, cache=cache, **smo_args)
         return smo_solve(row, diag, y_pm, C, **smo_args)
 

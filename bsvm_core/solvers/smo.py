@@ -13,6 +13,7 @@ few fused numpy passes over preallocated buffers followed by one argmax.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -136,6 +137,7 @@ def smo_solve(
     floor_curvature: bool = True,
     start: SMOResult | None = None,
     cache: KernelRowCache | None = None,
+    stop_if: tuple[int, Callable[[np.ndarray], bool]] | None = None,
 ) -> SMOResult:
     """Solve the C-SVC dual by SMO with WSS3 (Fan, Chen & Lin 2005, Algorithm 1 and eq. (3.3)).
 
@@ -165,6 +167,8 @@ def smo_solve(
     cache : KernelRowCache or None
         A cache of ``row``'s rows to use (e.g. the stopped run's, to keep its rows) instead of a
         new one of ``cache_mb``.
+    stop_if : (int, callable) or None
+        ``(k, test)``: after k steps, stop (unconverged) when ``test(α)`` is true, else go on.
 
     Returns
     -------
@@ -217,6 +221,7 @@ def smo_solve(
     curv = np.empty(n)
     n_iter = 0
     converged = False
+    stop_at = stop_if[0] if stop_if is not None else -1
     while n_iter < max_iter:
         # i = argmax_{I_up} F, the value m(α)
         np.add(F, up_pen, buf)
@@ -271,6 +276,8 @@ def smo_solve(
             up_pen[j] = -inf if a_j <= 0.0 else 0.0
             low_pen[j] = inf if a_j >= C else 0.0
         n_iter += 1
+        if n_iter == stop_at and stop_if is not None and stop_if[1](np.array(alpha)):
+            break
         if hard and n_iter % DIVERGENCE_CHECK_EVERY == 0:
             distance = hull_distance_bound(np.array(alpha), F, y)
             if distance < min_distance:

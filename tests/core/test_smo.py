@@ -132,6 +132,18 @@ def test_resuming_a_stopped_run_takes_the_same_steps(C: float) -> None:
     assert rest.intercept == full.intercept
 
 
+def test_stop_if_stops_only_when_its_test_says_so() -> None:
+    X, y = problem(200)
+    full = solve(X, y, "rbf", 1.0, tol=1e-6)
+    seen: list[np.ndarray] = []
+    go_on = solve(X, y, "rbf", 1.0, tol=1e-6, stop_if=(20, lambda a: seen.append(a) or False))
+    assert len(seen) == 1 and np.count_nonzero(seen[0]) > 0
+    np.testing.assert_array_equal(go_on.alpha, full.alpha)
+    stop = solve(X, y, "rbf", 1.0, tol=1e-6, stop_if=(20, lambda a: True))
+    assert stop.n_iter == 20 and not stop.converged
+    np.testing.assert_array_equal(stop.alpha, seen[0])
+
+
 def test_hard_margin_separable_and_divergent() -> None:
     X, y = problem()
     res = solve(X, y, "rbf", math.inf, tol=1e-6)  # rbf Gram is positive definite: separable
