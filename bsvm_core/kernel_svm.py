@@ -45,13 +45,14 @@ rbf Gram matrix of a low-dimensional sample is numerically low-rank, so Q_FF of 
 the pivot test or the rounds cycle (measured on iris, moons, make_classification with 3 and 5
 features, and with 10 features of rank 2: every attempt gave up, costing 5-60 % more than SMO)."""
 
-PROBE_FRACTION = 6
+PROBE_FRACTION = 12
 """SMO runs n // PROBE_FRACTION steps first. If it has not converged and most of the points it moved
-are free (:func:`_hand_over`), its sets seed the active sets (1-5 rounds instead of 7-13), and
-SMO resumes from it, with its row cache, when they give up; otherwise SMO goes on at once. Measured
-on breast cancer and digits pairs: n // 8 leaves breast cancer (C=1) 1.17x slower, n // 4 loses the
-digits gain; n // 6: 1.0x and 0.9x (C=1), 0.35x and 0.8x (C=100). Probes with more points at C
-than free (small C, e.g. 0.1, where SMO is quick) gave 1.2-1.7x slower fits with the rounds."""
+are free (:func:`_hand_over`), its sets seed the active sets (1-5 rounds instead of 7-13), and SMO
+resumes from it, with its row cache, when they give up; otherwise SMO goes on in the same run.
+Probes with more points at C than free (small C, where SMO is quick) gave 1.2-1.7x slower fits with
+the rounds. Fit time over SMO alone, breast cancer / digits / make_classification(800, 20,
+flip_y=0.2) at C = 1, 10, 100: n // 6 1.01-0.97-1.00, 0.87-0.88-0.69, 0.55-0.87-0.56; n // 12
+1.00-0.92-1.02, 0.76-0.78-0.67, 0.46-0.79-0.53; n // 24 loses digits at C = 1 (1.00)."""
 
 BATCHED_MIN_ROWS = 8000
 """Binary problems with at least this many rows use the batched working-set solver; smaller ones
@@ -74,8 +75,8 @@ class BinaryKernelModel:
     converged: bool
 
 
-RANK_SAMPLE_ROWS = 256
-"""Rows (evenly spaced) that :func:`rank_at_least` looks at."""
+RANK_SAMPLE_ROWS = 128
+"""Rows (evenly spaced, at most this many) that :func:`rank_at_least` looks at."""
 
 
 @functools.cache
@@ -90,9 +91,7 @@ def rank_at_least(X: np.ndarray, k: int) -> bool:
     ``RANK_SAMPLE_ROWS`` of the rows."""
     if min(X.shape) < k:
         return False
-    if X.shape[0] > RANK_SAMPLE_ROWS:
-        X = X[np.linspace(0, X.shape[0] - 1, RANK_SAMPLE_ROWS).astype(np.int64)]
-    sketch = X @ _gaussian_sketch(X.shape[1], k)
+    sketch = X[:: -(-X.shape[0] // RANK_SAMPLE_ROWS)] @ _gaussian_sketch(X.shape[1], k)
     sketch -= sketch.mean(axis=0)
     eig = np.linalg.eigvalsh(sketch.T @ sketch)
     return bool(eig[0] > 1e-12 * eig[-1])
