@@ -13,6 +13,7 @@ few fused numpy passes over preallocated buffers followed by one argmax.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +35,7 @@ class SMOResult:
     n_iter: int
     converged: bool
     n_kernel_rows: int
+    grad: np.ndarray | None = None  # F = −y∘∇f at α (SMO's state, to resume from)
 
 
 class DualDivergence(ArithmeticError):
@@ -133,6 +135,9 @@ def smo_solve(
     max_iter: int | None = None,
     cache_mb: float = 200.0,
     floor_curvature: bool = True,
+    start: SMOResult | None = None,
+    cache: KernelRowCache | None = None,
+    stop_if: tuple[int, Callable[[np.ndarray], bool]] | None = None,
 ) -> SMOResult:
     """Solve the C-SVC dual by SMO with WSS3 (Fan, Chen & Lin 2005, Algorithm 1 and eq. (3.3)).
 
@@ -156,6 +161,14 @@ def smo_solve(
         Floor a_it = K_ii + K_tt − 2K_it at tau (needed for non-PSD kernels and rounding). False
         is allowed only when K_it ≤ (K_ii + K_tt) / 2 holds exactly for the computed rows (rbf with
         distances clipped at zero, K ≤ 1 = K_ii); it saves one pass per iteration.
+    start : SMOResult or None
+        Resume from its feasible ``alpha`` and ``grad`` (a run stopped by ``max_iter``) instead of
+        α = 0; ``n_iter`` and ``n_kernel_rows`` then include its own.
+    cache : KernelRowCache or None
+        A cache of ``row``'s rows to use (e.g. the stopped run's, to keep its rows) instead of a
+        new one of ``cache_mb``.
+    stop_if : (int, callable) or None
+        ``(k, test)``: after k steps, stop (unconverged) when ``test(α)`` is true, else go on.
 
     Returns
     -------
@@ -174,14 +187,23 @@ def smo_solve(
         max_iter = default_max_iter(n)
     hard = math.isinf(C)
     min_distance = -1.0  # hard margin: set from the data's spread at the first row
-    cache = KernelRowCache(row, n, cache_mb)
+    if cache is None:
+        cache = KernelRowCache(row, n, cache_mb)
+    rows_before = cache.n_computed
 
-    alpha = [0.0] * n  # a list: scalar reads and writes are several times cheaper than numpy's
-    F = y.copy()  # α = 0: ∇f = −e, so F = −y∘∇f = y
     inf = math.inf
-    # α = 0: y=+1 is in I_up only, y=−1 in I_low only
-    up_pen = np.where(y > 0, 0.0, -inf)
-    low_pen = np.where(y > 0, inf, 0.0)
+    if start is None or start.grad is None:
+        alpha = [0.0] * n  # a list: scalar reads and writes are several times cheaper than numpy's
+        F = y.copy()  # α = 0: ∇f = −e, so F = −y∘∇f = y
+        # α = 0: y=+1 is in I_up only, y=−1 in I_low only
+        up_pen = np.where(y > 0, 0.0, -inf)
+        low_pen = np.where(y > 0, inf, 0.0)
+    else:
+        alpha = start.alpha.tolist()
+        F = start.grad.copy()
+        pos = y > 0
+        up_pen = np.where((pos & (start.alpha < C)) | (~pos & (start.alpha > 0.0)), 0.0, -inf)
+        low_pen = np.where((pos & (start.alpha > 0.0)) | (~pos & (start.alpha < C)), 0.0, inf)
     ys = y.tolist()
     diag_l = diag.tolist()
     const_diag = bool(np.all(diag == diag[0]))
@@ -199,6 +221,7 @@ def smo_solve(
     curv = np.empty(n)
     n_iter = 0
     converged = False
+    stop_at = stop_if[0] if stop_if is not None else -1
     while n_iter < max_iter:
         # i = argmax_{I_up} F, the value m(α)
         np.add(F, up_pen, buf)
@@ -253,6 +276,8 @@ def smo_solve(
             up_pen[j] = -inf if a_j <= 0.0 else 0.0
             low_pen[j] = inf if a_j >= C else 0.0
         n_iter += 1
+        if n_iter == stop_at and stop_if is not None and stop_if[1](np.array(alpha)):
+            break
         if hard and n_iter % DIVERGENCE_CHECK_EVERY == 0:
             distance = hull_distance_bound(np.array(alpha), F, y)
             if distance < min_distance:
@@ -263,11 +288,13 @@ def smo_solve(
                 )
 
     alpha = np.array(alpha)
+    before = (start.n_iter, start.n_kernel_rows) if start is not None else (0, 0)
     return SMOResult(
         alpha=alpha,
         intercept=intercept_rule(alpha, F, y, C),
         objective=dual_objective(alpha, F, y),
-        n_iter=n_iter,
+        n_iter=before[0] + n_iter,
         converged=converged,
-        n_kernel_rows=cache.n_computed,
+        n_kernel_rows=before[1] + cache.n_computed - rows_before,
+        grad=F,
     )

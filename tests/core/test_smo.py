@@ -43,7 +43,7 @@ def clarabel_dual(K: np.ndarray, y: np.ndarray, C: float) -> float:
     return float(sol.obj_val)
 
 
-def solve(X: np.ndarray, y: np.ndarray, kernel: str, C: float, **kw: float) -> object:
+def solve(X: np.ndarray, y: np.ndarray, kernel: str, C: float, **kw: object) -> object:
     args = {"gamma": 0.5, "degree": 2, "coef0": 1.0}
     return smo_solve(
         kernel_row_function(X, kernel, **args),
@@ -118,6 +118,30 @@ def test_max_iter_stops_unconverged() -> None:
     X, y = problem()
     res = solve(X, y, "rbf", 10.0, max_iter=7)
     assert res.n_iter == 7 and not res.converged
+
+
+@pytest.mark.parametrize("C", [1.0, math.inf])
+def test_resuming_a_stopped_run_takes_the_same_steps(C: float) -> None:
+    X, y = problem(200)
+    full = solve(X, y, "rbf", C, tol=1e-6)
+    part = solve(X, y, "rbf", C, tol=1e-6, max_iter=25)
+    assert not part.converged
+    rest = solve(X, y, "rbf", C, tol=1e-6, start=part)
+    assert rest.converged and rest.n_iter == full.n_iter
+    np.testing.assert_array_equal(rest.alpha, full.alpha)  # same working sets, same steps
+    assert rest.intercept == full.intercept
+
+
+def test_stop_if_stops_only_when_its_test_says_so() -> None:
+    X, y = problem(200)
+    full = solve(X, y, "rbf", 1.0, tol=1e-6)
+    seen: list[np.ndarray] = []
+    go_on = solve(X, y, "rbf", 1.0, tol=1e-6, stop_if=(20, lambda a: seen.append(a) or False))
+    assert len(seen) == 1 and np.count_nonzero(seen[0]) > 0
+    np.testing.assert_array_equal(go_on.alpha, full.alpha)
+    stop = solve(X, y, "rbf", 1.0, tol=1e-6, stop_if=(20, lambda a: True))
+    assert stop.n_iter == 20 and not stop.converged
+    np.testing.assert_array_equal(stop.alpha, seen[0])
 
 
 def test_hard_margin_separable_and_divergent() -> None:

@@ -1,0 +1,197 @@
+"""The primal-dual active-set solver: exact optimum (interior point), KKT, libsvm, its fallbacks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits, make_classification
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC
+
+from bsvm_core import kernel_svm
+from bsvm_core.exceptions import NotSeparableError
+from bsvm_core.kernel_svm import KernelSVM
+from bsvm_core.kernels import (
+    kernel_block_function,
+    kernel_diagonal,
+    kernel_matrix,
+    kernel_row_function,
+)
+from bsvm_core.solvers import active_set
+from bsvm_core.solvers.active_set import active_set_solve
+from bsvm_core.solvers.smo import SMOResult, smo_solve
+
+from .test_smo import clarabel_dual, problem
+
+ARGS = {"gamma": 0.1, "degree": 2, "coef0": 1.0}
+
+
+def wide_problem(n: int = 150, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """10 features, noisy labels (on 3-feature problems the rounds often cycle: see fallbacks)."""
+    X, y = make_classification(n_samples=n, n_features=10, flip_y=0.1, random_state=seed)
+    return StandardScaler().fit_transform(X), np.where(y == 1, 1.0, -1.0)
+
+
+def solve(X: np.ndarray, y: np.ndarray, kernel: str, C: float, **kw: object) -> SMOResult | None:
+    return active_set_solve(
+        kernel_block_function(X, kernel, **ARGS, dtype=np.float64),
+        kernel_diagonal(X, kernel, **ARGS),
+        y,
+        C,
+        **kw,
+    )
+
+
+@pytest.mark.parametrize("C", [0.1, 1.0, 10.0])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_objective_matches_interior_point(C: float, seed: int) -> None:
+    X, y = wide_problem(seed=seed)
+    res = solve(X, y, "rbf", C, tol=1e-8)
+    assert res is not None and res.converged
+    K = kernel_matrix(X, X, "rbf", **ARGS)
+    assert res.objective == pytest.approx(clarabel_dual(K, y, C), rel=1e-7)
+
+
+def test_kkt_conditions_and_intercept() -> None:
+    X, y = wide_problem(seed=2)
+    C, tol = 2.0, 1e-3
+    res = solve(X, y, "rbf", C, tol=tol)
+    assert res is not None
+    K = kernel_matrix(X, X, "rbf", **ARGS)
+    a = res.alpha
+    assert np.all(a >= 0.0) and np.all(a <= C)
+    assert abs(float(a @ y)) < 1e-10
+    Q = y[:, None] * y[None, :] * K
+    F = -y * (Q @ a - 1.0)  # −y∘∇f from scratch
+    up = ((y > 0) & (a < C)) | ((y < 0) & (a > 0))
+    low = ((y > 0) & (a > 0)) | ((y < 0) & (a < C))
+    assert F[up].max() - F[low].min() < tol
+    assert res.objective == pytest.approx(0.5 * a @ Q @ a - a.sum(), rel=1e-12)
+    free = (a > 0) & (a < C)
+    assert free.any()
+    margins = y[free] * (K[free] @ (a * y) + res.intercept)
+    np.testing.assert_allclose(margins, 1.0, atol=1e-8)  # exact on the free set
+
+
+def test_rbf_float32_blocks_match_float64() -> None:
+    X, y = wide_problem(n=200, seed=3)
+    exact = solve(X, y, "rbf", 1.0, tol=1e-6)
+    fast = active_set_solve(
+        kernel_block_function(X, "rbf", **ARGS, dtype=np.float32),
+        np.ones(y.size),
+        y,
+        1.0,
+        tol=1e-6,
+        block_dtype=np.float32,
+    )
+    assert exact is not None and fast is not None
+    assert fast.objective == pytest.approx(exact.objective, rel=1e-5)
+
+
+def test_gives_up_on_a_singular_kernel() -> None:
+    X, y = problem(n=120)
+    assert solve(X, y, "linear", 1.0) is None  # rank 3: Q_FF of 40 seed points is singular
+    dup = np.vstack([X, X])
+    assert solve(dup, np.r_[y, y], "rbf", 1.0) is None  # duplicated rows: equal kernel rows
+
+
+def test_gives_up_after_max_rounds_and_on_a_small_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    X, y = wide_problem()
+    assert solve(X, y, "rbf", 1.0, cache_mb=8 * 150 * 30 / 2**20) is None  # 30 rows only
+    assert solve(X, y, "rbf", 1.0) is not None
+    monkeypatch.setattr(active_set, "MAX_ROUNDS", 1)
+    assert solve(X, y, "rbf", 1.0) is None
+
+
+class Spy:
+    """Wraps active_set_solve in kernel_svm and records what it returned."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.results: list[SMOResult | None] = []
+        monkeypatch.setattr(kernel_svm, "active_set_solve", self)
+
+    def __call__(self, *args: object, **kwargs: object) -> SMOResult | None:
+        res = active_set_solve(*args, **kwargs)
+        self.results.append(res)
+        return res
+
+
+def test_estimator_resumes_smo_when_it_gives_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    X, y = wide_problem(n=300)  # linear kernel, 10 features: Q_FF singular beyond 10 free points
+    spy = Spy(monkeypatch)
+    est = KernelSVM(kernel="linear", C=1.0).fit(X, y)
+    assert spy.results == [None]
+    assert est.n_iter_[0] > 300 // kernel_svm.PROBE_FRACTION  # SMO went on from the probe
+    monkeypatch.setattr(kernel_svm, "ACTIVE_SET_MAX_ROWS", 0)
+    plain = KernelSVM(kernel="linear", C=1.0).fit(X, y)  # SMO alone, from α = 0
+    assert est.objective_[0] == pytest.approx(plain.objective_[0], rel=1e-6)
+    ref = SVC(kernel="linear", C=1.0).fit(X, y)
+    assert np.mean(est.predict(X) == ref.predict(X)) >= 0.99
+
+
+@pytest.mark.parametrize("shape", [(120, 10), (300, 3)])
+def test_estimator_leaves_small_and_low_dimensional_problems_to_smo(
+    shape: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    n, d = shape
+    X, y = make_classification(n_samples=n, n_features=d, n_informative=2, n_redundant=0)
+    spy = Spy(monkeypatch)
+    est = KernelSVM(C=100.0).fit(X, y)
+    assert spy.results == []
+    assert est.n_iter_[0] > n // kernel_svm.PROBE_FRACTION  # no probe cut it short
+
+
+def test_warm_start_from_a_short_smo_run_reaches_the_optimum() -> None:
+    X, y = wide_problem(n=250, seed=4)
+    C = 10.0
+    probe = smo_solve(
+        kernel_row_function(X, "rbf", **ARGS), np.ones(y.size), y, C, tol=1e-8, max_iter=40
+    )
+    assert not probe.converged
+    res = solve(X, y, "rbf", C, tol=1e-8, start=probe)
+    assert res is not None and res.converged
+    cold = solve(X, y, "rbf", C, tol=1e-8)
+    assert cold is not None and res.n_iter < cold.n_iter
+    K = kernel_matrix(X, X, "rbf", **ARGS)
+    assert res.objective == pytest.approx(clarabel_dual(K, y, C), rel=1e-7)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"kernel": "sigmoid", "gamma": 0.05}, {"C": float("inf")}, {"max_iter": 10_000}],
+)
+def test_estimator_routes_to_smo(params: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(size=(40, 2)) - 3.0, rng.normal(size=(40, 2)) + 3.0])
+    y = np.r_[np.zeros(40), np.ones(40)]
+    spy = Spy(monkeypatch)
+    est = KernelSVM(**params).fit(X, y)  # separable: C = inf has a solution
+    assert spy.results == []
+    assert est.score(X, y) == 1.0
+    if params.get("C") == float("inf"):
+        X, y = np.vstack([X, X[:1]]), np.r_[y, 1.0]  # a point with both labels: not separable
+        with pytest.raises(NotSeparableError):
+            KernelSVM(**params).fit(X, y)
+        assert spy.results == []
+
+
+def test_digits_one_vs_one_uses_it_and_agrees_with_libsvm(monkeypatch: pytest.MonkeyPatch) -> None:
+    X, y = load_digits(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    spy = Spy(monkeypatch)
+    ours = KernelSVM().fit(X, y)
+    assert len(spy.results) >= 30 and all(r is not None for r in spy.results)  # 37: some stay SMO
+    ref = SVC().fit(X, y)
+    assert np.mean(ours.predict(X) == ref.predict(X)) >= 0.995
+
+
+def test_rank_at_least_sees_linearly_dependent_features() -> None:
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(400, 10)) * np.logspace(0, 3, 10)  # full rank, uneven scales
+    assert kernel_svm.rank_at_least(X, 8) and kernel_svm.rank_at_least(X, 10)
+    dependent = np.c_[X[:, :5], X[:, :5] @ rng.normal(size=(5, 5))]  # rank 5
+    assert kernel_svm.rank_at_least(dependent, 5)
+    assert not kernel_svm.rank_at_least(dependent, 6)
+    assert not kernel_svm.rank_at_least(X[:7], 8)  # 7 rows
+    shifted = dependent + 100.0  # a constant offset adds no dimension once centred
+    assert not kernel_svm.rank_at_least(shifted, 6)
