@@ -355,7 +355,8 @@ class KernelSVM(SVMClassifierBase):
                 y_pm,
                 C,
                 tol=float(self.tol),
-                cache_mb=self.cache_mb,
+                # one budget for both: the probe's rows stay alive for a resumed SMO
+                cache_mb=max(float(self.cache_mb) - cache.nbytes / 2**20, 0.0),
                 block_dtype=dtype,
                 start=probe,
             )

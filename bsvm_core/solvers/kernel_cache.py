@@ -44,6 +44,11 @@ class KernelRowCache:
         self._tick = 0
         self.n_computed = 0
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the rows filled so far (the block's untouched rows take no memory)."""
+        return self._n_filled * self.block.shape[1] * self.block.itemsize
+
     def row(self, i: int) -> np.ndarray:
         """Return K(x_i, X) (a view into the cache, valid until two more rows are requested)."""
         self._tick += 1

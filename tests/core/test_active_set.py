@@ -195,3 +195,38 @@ def test_rank_at_least_sees_linearly_dependent_features() -> None:
     assert not kernel_svm.rank_at_least(X[:7], 8)  # 7 rows
     shifted = dependent + 100.0  # a constant offset adds no dimension once centred
     assert not kernel_svm.rank_at_least(shifted, 6)
+
+
+def test_probe_rows_and_active_set_rows_share_one_cache_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The probe's row cache stays alive for a resumed SMO, so the active sets get what is left
+    of ``cache_mb``; on a budget the probe has mostly used, they give up and SMO finishes."""
+    X, y = make_classification(600, 20, n_informative=10, flip_y=0.2, random_state=3)
+    X = StandardScaler().fit_transform(X)
+    budgets: list[float] = []
+    solve = kernel_svm.active_set_solve
+
+    def spy(*args: object, **kwargs: object) -> object:
+        budgets.append(float(kwargs["cache_mb"]))  # type: ignore[arg-type]
+        return solve(*args, **kwargs)
+
+    monkeypatch.setattr(kernel_svm, "active_set_solve", spy)
+    for cache_mb in (200.0, 1.0):
+        model = KernelSVM(C=100.0, cache_mb=cache_mb).fit(X, y)
+        reference = SVC(C=100.0, kernel="rbf", gamma="scale").fit(X, y)
+        assert np.mean(model.predict(X) == reference.predict(X)) >= 0.995
+    assert len(budgets) == 2
+    assert 0.0 < budgets[0] < 200.0  # the probe's rows were taken off
+    assert 0.0 <= budgets[1] < 1.0
+
+
+def test_row_cache_counts_only_filled_rows() -> None:
+    from bsvm_core.solvers.kernel_cache import KernelRowCache
+
+    cache = KernelRowCache(lambda i, out: out.fill(float(i)), 100, 1.0)
+    assert cache.nbytes == 0
+    cache.row(3)
+    cache.row(7)
+    cache.row(3)
+    assert cache.nbytes == 2 * 100 * 8
