@@ -170,7 +170,7 @@ def _gaussian_chains(
     with_omega = alpha == 1.0
     n_ig = n + (int(pen.sum()) if with_omega else 0)
     workspace = None if use_fast else CholeskyWorkspace(Xt)
-    mover = CollapsedMoves(Xt, pen, alpha, C, adapt_sweeps) if moves else None
+    mover = CollapsedMoves(Xt, pen, sel, alpha, C, adapt_sweeps) if moves else None
     n_mv = 0 if mover is None else mover.n_moves
     n_z = n_ig + (0 if use_fast else k)
     z = np.empty((C, n_z + n_mv))  # per chain: λ/ω normals, β normals, move normals

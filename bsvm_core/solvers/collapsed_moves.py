@@ -1,24 +1,28 @@
 """Metropolis moves of β along its slow directions with the latent λ and ω integrated out.
 
 The Gibbs sampler of the Polson-Scott SVM (:mod:`.bayes_gibbs`) alternates β | λ, ω and
-λ, ω | β.  On breast cancer at α = 1 its two slowest directions are the overall scale of β
-(lag-1 autocorrelation of the slowest linear combination 0.98) and the flat intercept (0.89):
-both are strongly coupled to the n latent λᵢ, so a data-augmentation sweep moves them in small
-steps.  Both are cheap to move on the pseudo-posterior itself, with λ and ω integrated out,
+λ, ω | β.  On breast cancer at α = 1 its slowest directions are the overall scale of β (lag-1
+autocorrelation of the slowest linear combination of β 0.98) and the flat intercept moving
+together with the coefficients correlated with it (0.89): both are strongly coupled to the n
+latent λᵢ, so a data-augmentation sweep moves them in small steps.  Both are cheap to move on the
+pseudo-posterior itself, with λ and ω integrated out,
 
     log π(β | ν) = −2 Σᵢ max(1 − x̃ᵢ'β, 0) − Σⱼ |βⱼ/ν|^α + const   (bayes-svm.md §1.1, σⱼ = 1),
 
-because both need only the margins mᵢ = x̃ᵢ'β the sweep computes anyway:
+because a move along a line only needs the margins mᵢ = x̃ᵢ'β, which the sweep computes anyway,
+and X̃d for its direction d (O(n) per move instead of the O(nk²) of a β | λ, ω draw):
 
 * **scale**: β' = e^ε β, ε ~ N(0, s₀²), accepted with probability
   min{1, π(β' | ν)/π(β | ν) · e^{kε}} (k = dim β).  The map (β, ε) ↦ (e^ε β, −ε) is an
-  involution whose Jacobian is e^{kε} and ε is symmetric, so this is a Metropolis-Hastings
-  move reversible with respect to π(β | ν) (Green 1995, Biometrika 82:711, deterministic
-  proposals; the scale group move of Liu & Sabatti 2000, Biometrika 87:353, with the Jacobian
-  e^{kε} = |J| of the group action).  Margins: m' = e^ε m;
-* **translation** of each flat (unpenalised) coefficient j: βⱼ' = βⱼ + δ, δ ~ N(0, sⱼ²), a
-  random-walk Metropolis move accepted with probability min{1, π(β' | ν)/π(β | ν)}, whose prior
-  part is flat.  Margins: m' = m + δ X̃[:, j].
+  involution whose Jacobian is e^{kε} and the law of ε is symmetric, so this is a
+  Metropolis-Hastings move reversible with respect to π(β | ν) (Green 1995, Biometrika 82:711,
+  MH with deterministic proposal maps; it is the scale group move of Liu & Sabatti 2000,
+  Biometrika 87:353, as a Metropolis step).  Margins: m' = e^ε m;
+* **flat coefficient j**: β' = β + δ dⱼ, δ ~ N(0, sⱼ²), along a direction dⱼ with (dⱼ)ⱼ = 1, a
+  random-walk Metropolis move (symmetric proposal) accepted with probability
+  min{1, π(β' | ν)/π(β | ν)}.  Margins: m' = m + δ X̃dⱼ.  dⱼ = eⱼ until it is learnt (below),
+  then dⱼ = Σeⱼ/Σⱼⱼ with Σ the chain's own covariance of β: the regression of β on βⱼ, along
+  which the posterior is widest for a given change of βⱼ.
 
 Why the posterior is unchanged.  Write π(β, λ, ω | ν) for the augmented posterior (its β-marginal
 is π(β | ν), §2).  The moves act right after the β | λ, ω draw, and right after them λ and ω are
@@ -34,10 +38,13 @@ stationary law when that is not so).  The β | λ, ω step before the moves is u
 sweep keeps π invariant and the chain stays irreducible.  The over-relaxed β step starts from the
 β that λ and ω were drawn from, i.e. the moved β.
 
-Step sizes.  s₀ and sⱼ are tuned per chain during burn-in only (Robbins-Monro on the
+What is learnt, and when.  During burn-in only, each chain tunes s₀ and sⱼ (Robbins-Monro on the
 acceptance probability towards 0.44, the optimum for a one-dimensional random walk; Roberts &
-Rosenthal 2001, Stat. Sci. 16:351) and frozen afterwards, so the kept draws come from one
-time-homogeneous kernel started where burn-in ended.  Each chain tunes on its own draws alone.
+Rosenthal 2001, Stat. Sci. 16:351) and sets dⱼ once, from its own draws of burn-in sweeps
+[B/4, B/2).  Afterwards nothing changes, so the kept draws come from one time-homogeneous kernel
+started where burn-in ended (the adaptation only chose which valid kernel that is).  Each chain
+learns from its own draws alone, so chains stay independent and a chain's draws do not depend on
+the chains run beside it.
 """
 
 from __future__ import annotations
@@ -62,15 +69,18 @@ class CollapsedMoves:
         self,
         Xt: NDArray[np.float64],
         pen: NDArray[np.bool_],
+        pen_sel: slice | NDArray[np.intp],
         alpha: float,
         chains: int,
         adapt_sweeps: int,
     ) -> None:
+        """X̃ (n, k), the penalised mask and its selector (a slice when contiguous), α ∈ {1, 2},
+        the number of chains C and of burn-in sweeps."""
         n, k = Xt.shape
         self.Xt = Xt
         self.alpha = alpha
         self.k = k
-        self.pen_idx = np.flatnonzero(pen)
+        self.pen_sel = pen_sel
         self.flat_idx = np.flatnonzero(~pen)
         f = self.flat_idx.size
         self.n_moves = 1 + f
@@ -94,16 +104,16 @@ class CollapsedMoves:
         """Σᵢ max(1 − mᵢ, 0) per chain, for margins m of shape (C, n)."""
         t = np.subtract(1.0, margin, out=self.hinge_terms)
         np.maximum(t, 0.0, out=t)
-        return t.sum(axis=1)
+        return np.add.reduce(t, axis=1)
 
     def _prior(self, beta: NDArray[np.float64], nus: NDArray[np.float64]) -> NDArray[np.float64]:
         """Σⱼ |βⱼ/ν|^α over the penalised coefficients, per chain."""
-        pen_beta = beta[:, self.pen_idx]
+        pen_beta = beta[:, self.pen_sel]
         if self.alpha == 1.0:
-            return np.abs(pen_beta).sum(axis=1) / nus
+            return np.add.reduce(np.abs(pen_beta), axis=1) / nus
         if self.alpha == 2.0:
-            return np.square(pen_beta).sum(axis=1) / (nus * nus)
-        return (np.abs(pen_beta) ** self.alpha).sum(axis=1) / nus**self.alpha
+            return np.add.reduce(np.square(pen_beta), axis=1) / (nus * nus)
+        return np.add.reduce(np.abs(pen_beta) ** self.alpha, axis=1) / nus**self.alpha
 
     def _accept(
         self, log_ratio: NDArray[np.float64], u: NDArray[np.float64], move: int, adapt: int
