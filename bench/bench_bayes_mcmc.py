@@ -14,9 +14,11 @@ three times with the same seeds, before, between and after the emcee runs (about
 and the median is used, so that both sides see the same load.  emcee starts from Gibbs posterior draws, so
 its burn-in is not spent travelling; its chain is stored every 10th step (τ is about 1,000 steps,
 so this loses no ESS), and the two posterior means are compared as a check of the common target.
-The Gibbs sampler runs with its defaults (over-relaxed β step, ρ = −0.9; the chains advanced
-together by :func:`~bsvm_core.solvers.bayes_gibbs.run_gibbs_chains`, as ``BayesianSVM`` runs
-them).  Each figure has the process's peak RSS while that sampler ran beside it (sampled every 50 ms).
+The Gibbs sampler runs with its defaults (over-relaxed β step, ρ = −0.9; the collapsed
+Metropolis moves of the scale of β and of the intercept along its learnt direction,
+:mod:`bsvm_core.solvers.collapsed_moves`, tuned during the 500 burn-in sweeps, which are timed;
+the chains advanced together by :func:`~bsvm_core.solvers.bayes_gibbs.run_gibbs_chains`, as
+``BayesianSVM`` runs them).  Each figure has the process's peak RSS while that sampler ran beside it (sampled every 50 ms).
 Run: ``python -m bench bayes_mcmc [--quick]``.
 """
 

@@ -3,8 +3,10 @@
 Pseudo-posterior π(β) ∝ exp{−2 Σ max(1 − x̃ᵢ'β, 0) − ν^{-α} Σⱼ |βⱼ|^α} on standardised predictors
 (σⱼ = 1), flat prior on unpenalised coefficients.  One sweep:
 
-* α = 1: β | λ, ω, ν (over-relaxed) → λ | β → (τ = ν^{-α} | β, ω integrated out) → ω | β, ν
-  (the new ν); λ ⊥ (τ, ω) given β, so λ and ω are one batch of n + k inverse-Gaussian draws after τ;
+* α = 1: β | λ, ω, ν (over-relaxed) → Metropolis moves of the scale of β and of each flat
+  coefficient with λ and ω integrated out (:mod:`.collapsed_moves`, which gives the argument that
+  they keep the posterior) → λ | β → (τ = ν^{-α} | β, ω integrated out) → ω | β, ν (the new ν);
+  λ ⊥ (τ, ω) given β, so λ and ω are one batch of n + k inverse-Gaussian draws after τ;
 * α = 2: the same without ω (prior precision 2/ν²);
 * other α ∈ (0, 2): the uniform (Bayesian-bridge) mixture of §3.4 — β coordinate-wise from
   truncated normals given λ and the slice variables u, then λ, τ, u in that order.
@@ -41,6 +43,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..random_variates import truncated_normal, wald_inverse_mean, wald_root_from_variates
+from .collapsed_moves import CollapsedMoves
 from .gaussian_draw import CholeskyWorkspace, blas_threads_for, draw_fast, normal_equations
 
 Progress = Callable[[float], object] | None
@@ -143,10 +146,14 @@ def _gaussian_chains(
     pen: NDArray[np.bool_],
     use_fast: bool,
     overrelax: float,
+    moves: bool,
+    adapt_sweeps: int,
     rngs: Sequence[np.random.Generator],
 ) -> Iterator[tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]]:
     """Sweeps (β, b, ν) of C chains at once, shapes (C, k), (C, k), (C,), for α ∈ {1, 2}:
-    β | λ, ω, ν (§3.1, over-relaxed; module docstring), then τ | β (§3.5), then λ, ω | β, ν.
+    β | λ, ω, ν (§3.1, over-relaxed; module docstring), then (if ``moves``) the scale and
+    flat-coefficient moves with λ, ω integrated out (:mod:`.collapsed_moves`, step sizes tuned
+    over the first ``adapt_sweeps`` sweeps), then τ | β (§3.5), then λ, ω | β, ν.
 
     λ and ω are conditionally independent given β (and ν), so each sweep draws them as one batch
     of inverse-Gaussian roots λᵢ^{-1/2}, ωⱼ^{-1/2} (all the β draw needs), from one batch of
@@ -163,8 +170,11 @@ def _gaussian_chains(
     with_omega = alpha == 1.0
     n_ig = n + (int(pen.sum()) if with_omega else 0)
     workspace = None if use_fast else CholeskyWorkspace(Xt)
-    z = np.empty((C, n_ig + (0 if use_fast else k)))
-    u = np.empty((C, n_ig))
+    mover = CollapsedMoves(Xt, pen, sel, alpha, C, adapt_sweeps) if moves else None
+    n_mv = 0 if mover is None else mover.n_moves
+    n_z = n_ig + (0 if use_fast else k)
+    z = np.empty((C, n_z + n_mv))  # per chain: λ/ω normals, β normals, move normals
+    u = np.empty((C, n_ig + n_mv))
     inv_mean = np.empty((C, n_ig))
     lam_root = np.ones((C, n))
     precision = np.zeros((C, k))
@@ -175,6 +185,7 @@ def _gaussian_chains(
     XtT = Xt.T
     margin = np.empty((C, n))
     beta_prev = None
+    sweep = 0
     while True:
         beta, b = np.empty((C, k)), np.empty((C, k))
         for c, rng in enumerate(rngs):
@@ -183,7 +194,7 @@ def _gaussian_chains(
             if workspace is None:
                 beta[c], b[c] = draw_fast(Xt, lam_root[c] * lam_root[c], precision[c], rng)
             else:
-                beta[c], b[c] = workspace.draw(lam_root[c], precision[c], z[c, n_ig:])
+                beta[c], b[c] = workspace.draw(lam_root[c], precision[c], z[c, n_ig:n_z])
         if beta_prev is not None and overrelax != 0.0:
             beta -= b  # β' = b + ρ(β − b) + √(1 − ρ²)·(N(b, B) draw − b)
             beta *= keep
@@ -191,6 +202,10 @@ def _gaussian_chains(
             beta += b
         for c in range(C):  # one gemv per chain: a (C, k) gemm would sum in another order
             np.matmul(beta[c], XtT, out=margin[c])
+        if mover is not None:
+            adapt = sweep if sweep < adapt_sweeps else -1
+            mover.step(beta, margin, nus, z[:, n_z:], u[:, n_ig:], adapt)
+        sweep += 1
         beta_prev = beta
         pen_beta = beta[:, sel]
         if learn_nu:
@@ -204,7 +219,7 @@ def _gaussian_chains(
             omega_inv_mean = inv_mean[:, n:]
             np.abs(pen_beta, out=omega_inv_mean)  # 1/mean of ω⁻¹ | β, ν: |βⱼ|/ν (§3.3)
             omega_inv_mean /= nus[:, np.newaxis]
-        root = wald_root_from_variates(inv_mean, 1.0, z[:, :n_ig], u)
+        root = wald_root_from_variates(inv_mean, 1.0, z[:, :n_ig], u[:, :n_ig])
         lam_root = root[:, :n]
         if with_omega:
             omega_root = root[:, n:]
@@ -277,6 +292,7 @@ def run_gibbs_chains(
     progress: Progress = None,
     gaussian: str = "auto",
     overrelax: float = OVERRELAX,
+    collapsed_moves: bool = True,
 ) -> dict[str, Any]:
     """Independent Gibbs chains of the Polson-Scott SVM pseudo-posterior, run together;
     bayes-svm.md §6 (§3.4 for α ∉ {1,2}).
@@ -312,6 +328,11 @@ def run_gibbs_chains(
     overrelax : float in (-1, 1), default :data:`OVERRELAX`
         ρ of the over-relaxed β | λ, ω, ν step (α ∈ {1, 2}); 0 is the plain Gibbs draw.  Every ρ
         leaves the posterior unchanged (module docstring); negative ρ mixes faster.
+    collapsed_moves : bool, default True
+        For α ∈ {1, 2}, add each sweep a Metropolis move of the scale of β and one of each flat
+        coefficient, with λ and ω integrated out (:mod:`.collapsed_moves`: the argument that the
+        posterior is unchanged); their step sizes are tuned during burn-in only.  False keeps the
+        plain data-augmentation sweep.
 
     Returns
     -------
@@ -341,8 +362,9 @@ def run_gibbs_chains(
     with blas_threads_for(*Xt.shape):
         if alpha in (1.0, 2.0):
             chain = _gaussian_chains(
-                Xt, alpha, nu, learn_nu, a_nu, b_nu, pen, use_fast, overrelax, rngs
-            )
+                Xt, alpha, nu, learn_nu, a_nu, b_nu, pen, use_fast, overrelax,
+                collapsed_moves, burn_in, rngs,
+            )  # fmt: skip
         else:
             chain = _bridge_chains(Xt, alpha, nu, learn_nu, a_nu, b_nu, pen, rngs)
         for sweep, (beta, b, nus) in zip(range(1, total + 1), chain, strict=False):

@@ -1,0 +1,66 @@
+"""The collapsed Metropolis moves of the Gibbs sampler, alone, against the pseudo-posterior by
+2-D quadrature: each move must leave π(β) invariant by itself (λ and ω integrated out)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bsvm_core import diagnostics as dg
+from bsvm_core.solvers.collapsed_moves import CollapsedMoves
+
+from .test_gibbs import quadrature, quantile_mcse, two_coefficient_problem
+
+CHAINS, SWEEPS, BURN = 4, 12_000, 400
+
+
+def run_moves(alpha: float, nu: float = 1.0) -> tuple[np.ndarray, CollapsedMoves]:
+    """(chains, sweeps, 2) draws of a chain made of the moves only: the scale move and the move of
+    the flat intercept (along its learnt direction), no Gibbs step; together they reach the plane."""
+    Xt = two_coefficient_problem()
+    pen = np.array([False, True])
+    mover = CollapsedMoves(Xt, pen, slice(1, 2), alpha, CHAINS, BURN)
+    rng = np.random.default_rng(17)
+    beta = np.column_stack([np.zeros(CHAINS), np.full(CHAINS, 0.5)])
+    margin = beta @ Xt.T
+    nus = np.full(CHAINS, nu)
+    out = np.empty((CHAINS, SWEEPS, 2))
+    for sweep in range(BURN + SWEEPS):
+        z = rng.standard_normal((CHAINS, mover.n_moves))
+        u = rng.random((CHAINS, mover.n_moves))
+        mover.step(beta, margin, nus, z, u, sweep if sweep < BURN else -1)
+        if sweep >= BURN:
+            out[:, sweep - BURN] = beta
+    np.testing.assert_allclose(margin, beta @ Xt.T, rtol=1e-9, atol=1e-9)  # margins kept up
+    return out, mover
+
+
+@pytest.mark.parametrize("alpha", [1.0, 2.0])
+def test_moves_alone_match_quadrature(alpha: float) -> None:
+    ref = quadrature(alpha, 1.0, False)
+    draws, mover = run_moves(alpha)
+    # the intercept's direction was learnt in burn-in: (1, Cov(β1, β0)/Var(β0)), not e0
+    assert np.all(mover.dirs[0, :, 0] == 1.0) and np.all(mover.dirs[0, :, 1] != 0.0)
+    for j in range(2):
+        chains = draws[:, :, j]
+        assert dg.rhat_rank(chains) < 1.01
+        mcse = chains.std() / np.sqrt(dg.ess_bulk(chains))
+        assert abs(chains.mean() - ref[f"mean{j}"]) < 4 * mcse, (j, chains.mean(), mcse)
+        for p, q_ref, dens in zip((0.05, 0.95), ref[f"q{j}"], ref[f"density{j}"], strict=True):
+            q = np.quantile(chains, p)
+            tol = 4 * quantile_mcse(chains, q_ref, p, dens)
+            assert abs(q - q_ref) < tol, (j, p, q, q_ref, tol)
+
+
+def test_moves_do_not_adapt_after_burn_in() -> None:
+    """After burn-in (adapt = −1) the kernel is fixed: step sizes and directions do not change."""
+    Xt = two_coefficient_problem()
+    mover = CollapsedMoves(Xt, np.array([False, True]), slice(1, 2), 1.0, 2, 0)
+    rng = np.random.default_rng(0)
+    beta = rng.normal(size=(2, 2))
+    margin = beta @ Xt.T
+    steps, dirs = mover.log_step.copy(), mover.dirs.copy()
+    for _ in range(50):
+        mover.step(beta, margin, np.ones(2), rng.normal(size=(2, 2)), rng.random((2, 2)), -1)
+    np.testing.assert_array_equal(mover.log_step, steps)
+    np.testing.assert_array_equal(mover.dirs, dirs)
