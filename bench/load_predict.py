@@ -29,8 +29,9 @@ Cores. The machine has two. Tables:
 * ``workers`` — the ``shared`` comparison done side by side: a server per ``--workers`` count,
   all started at once on both cores, their runs interleaved ``--rounds`` times per client count,
   then one line per client count with the best and the median rate against one worker. Use it
-  with ``--generator wrk``: wrk costs a few µs per request (``g`` above) where the Python
-  generator costs 50–60, so the bound ``2 s / (s + g)`` rises from about 1.7 to about 1.95.
+  with ``--generator wrk``: measured beside the server, wrk costs 25-36 µs per request (``g``
+  above, loopback kernel work included; 10 µs against the fixed-answer server) where the Python
+  generator costs 50–60, so the bound ``2 s / (s + g)`` rises from about 1.7 to about 1.78.
 * ``batching`` — adaptive micro-batching (``BSVM_PREDICT_BATCHING``) off and on, two servers
   side by side on core 0 (generator on core 1), their runs interleaved ``--rounds`` times so
   that a change in the machine's other load hits both.
@@ -351,7 +352,8 @@ def main(argv: list[str] | None = None) -> int:
         choices=["python", "wrk"],
         default="python",
         help="bench.load_generator (default) or wrk (C; needs the wrk binary, e.g. apt-get "
-        "install wrk): a few µs per request instead of ~55, which matters where it shares cores",
+        "install wrk): 25-36 µs per request beside the server instead of 50-60, which matters "
+        "where it shares cores",
     )
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--live", action="store_true", help="also GET /health/live")

@@ -33,38 +33,42 @@ _SECOND: list[Any] = [None, ""]
 """The last whole second formatted by ``utc_ms`` and its text (one strftime per second)."""
 
 
-def utc_ms(created: float) -> str:
-    """``datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds")``, the date and
-    time formatted once per second (microseconds rounded half-even, as ``fromtimestamp`` does,
-    then truncated to milliseconds)."""
-    fraction, whole = math.modf(created)
-    second, micro = divmod(int(whole) * 1_000_000 + round(fraction * 1_000_000), 1_000_000)
-    if second != _SECOND[0]:
-        _SECOND[1] = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")
-        _SECOND[0] = second
-    return f"{_SECOND[1]}.{micro // 1000:03d}+00:00"
-
-
-def utc_ms_ns(ns: int) -> str:
-    """``utc_ms`` of a ``time.time_ns()`` reading, in integer arithmetic (milliseconds truncated)."""
-    second, milli = divmod(ns // 1_000_000, 1000)
+def _utc_text(second: int, milli: int) -> str:
+    """``YYYY-MM-DDTHH:MM:SS.mmm+00:00``, the date and time formatted once per second."""
     if second != _SECOND[0]:
         _SECOND[1] = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")
         _SECOND[0] = second
     return f"{_SECOND[1]}.{milli:03d}+00:00"
 
 
+def utc_ms(created: float) -> str:
+    """``datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds")``: microseconds
+    rounded half-even, as ``fromtimestamp`` does, then truncated to milliseconds."""
+    fraction, whole = math.modf(created)
+    second, micro = divmod(int(whole) * 1_000_000 + round(fraction * 1_000_000), 1_000_000)
+    return _utc_text(second, micro // 1000)
+
+
+def utc_ms_ns(ns: int) -> str:
+    """``utc_ms`` of a ``time.time_ns()`` reading, in integer arithmetic (milliseconds truncated)."""
+    return _utc_text(*divmod(ns // 1_000_000, 1000))
+
+
 def _encode(value: Any) -> str:
     return orjson.dumps(value, default=str, option=_OPTIONS).decode()
+
+
+def _line(ts: str, level: str, logger: str, message: str, fields: Mapping[str, Any]) -> str:
+    line = {"ts": ts, "level": level, "logger": logger, "message": message}
+    line.update(fields)
+    return _encode(line)
 
 
 def json_line(
     created: float, level: str, logger: str, message: str, fields: Mapping[str, Any]
 ) -> str:
     """``{"ts", "level", "logger", "message", ...fields}`` as one line of JSON (no newline)."""
-    line = {"ts": utc_ms(created), "level": level, "logger": logger, "message": message}
-    line.update(fields)
-    return _encode(line)
+    return _line(utc_ms(created), level, logger, message, fields)
 
 
 @functools.lru_cache(maxsize=32)
@@ -77,9 +81,7 @@ def direct_line(now_ns: int, level: str, logger: str, message: str, fields: dict
     """``json_line``'s text at ``time.time_ns()`` reading ``now_ns``, spliced from a cached middle
     and the encoded ``fields`` (for a fixed level, logger and message, as the access line has)."""
     if not fields or not _RESERVED.isdisjoint(fields):
-        line = {"ts": utc_ms_ns(now_ns), "level": level, "logger": logger, "message": message}
-        line.update(fields)
-        return _encode(line)
+        return _line(utc_ms_ns(now_ns), level, logger, message, fields)
     middle = _line_middle(level, logger, message)
     return f'{{"ts":"{utc_ms_ns(now_ns)}",{middle},{_encode(fields)[1:]}'
 
