@@ -25,10 +25,10 @@ from .kernels import (
 )
 from .multiclass import certain_labels, label_index, problem_targets
 from .rbf_scoring import (
-    FLOAT32_FLOOR,
     decision_error_bound,
     exp_float32,
     rbf_exponent,
+    rbf_product,
     rbf_support_factor,
 )
 from .solvers.active_set import active_set_solve
@@ -430,17 +430,22 @@ class KernelSVM(SVMClassifierBase):
     def _rbf_times(self, X: np.ndarray, W: np.ndarray, float32_exp: bool) -> np.ndarray:
         """K(X, support vectors) @ W for rbf, in row blocks of at most ``PREDICT_BLOCK_MB``."""
         center, right, _ = self._rbf_scoring()
-        floor = FLOAT32_FLOOR if float32_exp else None
         block = max(1, int(PREDICT_BLOCK_MB * 2**20 // (8 * right.shape[1])))
         if X.shape[0] <= block:
-            A = rbf_exponent(X, center, right, self._gamma, floor)
-            return (exp_float32(A) if float32_exp else np.exp(A, out=A)) @ W
+            return self._rbf_kernel(X, center, right, float32_exp) @ W
         out = np.empty((X.shape[0], W.shape[1]))
         for start in range(0, X.shape[0], block):
             rows = slice(start, min(start + block, X.shape[0]))
-            A = rbf_exponent(X[rows], center, right, self._gamma, floor)
-            np.dot(exp_float32(A) if float32_exp else np.exp(A, out=A), W, out=out[rows])
+            np.dot(self._rbf_kernel(X[rows], center, right, float32_exp), W, out=out[rows])
         return out
+
+    def _rbf_kernel(
+        self, X: np.ndarray, center: np.ndarray, right: np.ndarray, float32_exp: bool
+    ) -> np.ndarray:
+        if float32_exp:
+            return exp_float32(rbf_product(X, center, right, self._gamma))
+        A = rbf_exponent(X, center, right, self._gamma)
+        return np.exp(A, out=A)
 
     def predict(self, X: Any) -> np.ndarray:
         """Predicted class labels, shape (n_samples,).

@@ -47,27 +47,28 @@ FLOAT32_FLOOR = -110.0
 """Exponents are raised to this before the float32 exp (no overflow in the cast): e⁻¹¹⁰ < 2⁻¹²⁶."""
 
 
-def rbf_exponent(
-    X: np.ndarray, center: np.ndarray, right: np.ndarray, gamma: float, floor: float | None = None
-) -> np.ndarray:
-    """a = min(−γ‖x̃ − s̃‖², 0) for every row x of X and support vector s, by one product
-    [2γx̃, −γ‖x̃‖², −1] · R with (c, R) from :func:`rbf_support_factor` (raised to ``floor``)."""
-    Xc = X - center
+def rbf_product(X: np.ndarray, center: np.ndarray, right: np.ndarray, gamma: float) -> np.ndarray:
+    """−γ‖x̃ − s̃‖² for every row x of X and support vector s, up to rounding (not clipped), by
+    one product [2γx̃, −γ‖x̃‖², −1] · R with (c, R) from :func:`rbf_support_factor`."""
     left = np.empty((X.shape[0], X.shape[1] + 2))
+    Xc = np.subtract(X, center, out=left[:, :-2])
     np.einsum("ij,ij->i", Xc, Xc, out=left[:, -2])
     left[:, -2] *= -gamma
     left[:, -1] = -1.0
-    np.multiply(Xc, 2.0 * gamma, out=left[:, :-2])
-    A = left @ right
-    if floor is None:
-        return np.minimum(A, 0.0, out=A)
-    return np.clip(A, floor, 0.0, out=A)
+    Xc *= 2.0 * gamma
+    return left @ right
+
+
+def rbf_exponent(X: np.ndarray, center: np.ndarray, right: np.ndarray, gamma: float) -> np.ndarray:
+    """a = min(−γ‖x̃ − s̃‖², 0): :func:`rbf_product` clipped at 0 (rounding may overshoot it)."""
+    A = rbf_product(X, center, right, gamma)
+    return np.minimum(A, 0.0, out=A)
 
 
 def exp_float32(A: np.ndarray) -> np.ndarray:
-    """exp(A) in place, taken in float32: within ``KERNEL_ERROR`` of float64's for
-    ``FLOAT32_FLOOR`` ≤ A ≤ 0, and of e^a for the a < ``FLOAT32_FLOOR`` raised to it."""
-    scratch = A.astype(np.float32)
+    """exp(min(A, 0)) in place, taken in float32 with A first raised to ``FLOAT32_FLOOR``: within
+    ``KERNEL_ERROR`` of float64's exp(min(A, 0))."""
+    scratch = np.clip(A, FLOAT32_FLOOR, 0.0, out=A).astype(np.float32)
     np.exp(scratch, out=scratch)
     np.copyto(A, scratch)
     return A

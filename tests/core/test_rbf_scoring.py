@@ -19,6 +19,7 @@ from bsvm_core.rbf_scoring import (
     decision_error_bound,
     exp_float32,
     rbf_exponent,
+    rbf_product,
     rbf_support_factor,
 )
 
@@ -40,9 +41,11 @@ def test_float32_exp_within_the_kernel_error() -> None:
 
 
 def test_exponents_below_the_floor_count_as_zero_within_the_bound() -> None:
-    a = np.array([-111.0, -1e3, -1e300, -np.inf])
-    clipped = np.maximum(a, FLOAT32_FLOOR)
-    assert np.all(exp_float32(clipped) <= KERNEL_ERROR)
+    a = np.array([-111.0, -1e3, -1e39, -1e300, -np.inf])
+    with np.errstate(over="raise", invalid="raise"):  # no overflow in the cast to float32
+        assert np.all(exp_float32(a) <= KERNEL_ERROR)
+    # and what rounding pushed above 0 counts as 0
+    np.testing.assert_array_equal(exp_float32(np.array([1e-15, 0.5])), [1.0, 1.0])
 
 
 @pytest.mark.parametrize("offset", [0.0, 1e4])
@@ -54,6 +57,7 @@ def test_exponent_is_minus_gamma_squared_distance(offset: float) -> None:
     gamma = 0.3
     center, right = rbf_support_factor(S, gamma)
     A = rbf_exponent(X, center, right, gamma)
+    assert np.all(rbf_product(X, center, right, gamma) <= 1e-12)
     exact = -gamma * cdist(X, S, "sqeuclidean")  # differences first: no cancellation
     # centring on the support vectors keeps the error at the data's spread, not its offset
     assert np.max(np.abs(A - exact)) < 1e-12 * gamma * 7 * 16
