@@ -54,7 +54,9 @@ def _array_bytes(estimator: Any, n: int, d: int, K: int) -> int:
         # every row may be a support vector: support_, support_vectors_, dual_coef_, and each
         # binary model's own indices, support vectors and coefficients
         per_problem = sum(_problem_rows(p, n, K) for p in problems) * (d + 2)
-        return FLOAT * (n * (d + 1) + P * n + per_problem + 4 * P + K)
+        # rbf: the scoring factor (d + 2) × n, its centre and the error bound per problem
+        rbf = n * (d + 2) + d + P if estimator.kernel == "rbf" else 0
+        return FLOAT * (n * (d + 1) + P * n + per_problem + 4 * P + K + rbf)
     if isinstance(estimator, LDA):
         return FLOAT * (d * d + 3 * K * d + 3 * K)
     if isinstance(estimator, QDA):

@@ -45,3 +45,44 @@ def ovo_votes(decisions: np.ndarray, problems: list[tuple[int, int]], n_classes:
         confidence[:, pos] += f
         confidence[:, neg] -= f
     return votes + confidence / (3.0 * (np.abs(confidence) + 1.0))
+
+
+ROUNDING = 4.0 * 2.0**-53
+"""Slack relative to the decision values themselves: their own float64 rounding (with margin)."""
+
+
+def label_index(D: np.ndarray, problems: list[tuple[int, int]], n_classes: int) -> np.ndarray:
+    """Class index of every row of the decision matrix D (n, problems), as ``predict`` gives it."""
+    if n_classes == 2:
+        return (D[:, 0] > 0).astype(np.intp)
+    if problems[0][1] == REST:
+        return np.argmax(D, axis=1)
+    return np.argmax(ovo_votes(D, problems, n_classes), axis=1)
+
+
+def certain_labels(
+    D: np.ndarray, error: np.ndarray, problems: list[tuple[int, int]], n_classes: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(labels, certain): ``label_index(D)``, and which rows keep that label for every D' with
+    |D' − D| ≤ ``error`` (per column) and D' rounded to float64.
+
+    Two classes: |d| beyond the error. One-vs-rest: the largest value ahead of the next by more
+    than both errors. One-vs-one: every pairwise sign sure and one class with the most votes (a
+    tie in votes goes to the summed confidences, which are left to the exact values).
+    """
+    labels = label_index(D, problems, n_classes)
+    slack = error[None, :] + ROUNDING * np.abs(D)
+    if n_classes == 2:
+        return labels, np.abs(D[:, 0]) > slack[:, 0]
+    if problems[0][1] == REST:
+        top2 = -np.partition(-D, 1, axis=1)[:, :2]
+        gap = top2[:, 0] - top2[:, 1]
+        return labels, gap > 2.0 * error.max() + ROUNDING * np.abs(top2).sum(axis=1)
+    signs_sure = np.all(np.abs(D) > slack, axis=1)
+    votes = np.zeros((D.shape[0], n_classes))
+    for col, (pos, neg) in enumerate(problems):
+        win = D[:, col] > 0
+        votes[:, pos] += win
+        votes[:, neg] += ~win
+    unique_top = np.count_nonzero(votes == votes.max(axis=1, keepdims=True), axis=1) == 1
+    return labels, signs_sure & unique_top

@@ -1,0 +1,178 @@
+"""rbf scoring: the one-product exponent, the float32 exponential's error bound, and labels that
+equal the float64 decision values' labels even for rows on the boundary."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+from scipy.spatial.distance import cdist
+from sklearn.datasets import load_breast_cancer, load_iris, make_classification
+from sklearn.preprocessing import StandardScaler
+
+from bsvm_core import KernelSVM
+from bsvm_core.multiclass import binary_problems, certain_labels, label_index
+from bsvm_core.rbf_scoring import (
+    FLOAT32_FLOOR,
+    KERNEL_ERROR,
+    decision_error_bound,
+    exp_float32,
+    rbf_exponent,
+    rbf_product,
+    rbf_support_factor,
+)
+
+
+def test_float32_exp_within_the_kernel_error() -> None:
+    rng = np.random.default_rng(0)
+    a = np.concatenate(
+        [
+            -rng.random(2_000_000) * -FLOAT32_FLOOR,
+            -rng.random(200_000) * 1e-3,  # near 0, where e^a is largest
+            np.linspace(FLOAT32_FLOOR, 0.0, 100_001),
+            [0.0, -1e-300, FLOAT32_FLOOR, -88.0, -103.9, -104.0],
+        ]
+    )
+    err = np.abs(exp_float32(a.copy()) - np.exp(a))
+    assert err.max() <= KERNEL_ERROR
+    # the bound is not loose by orders of magnitude: the rounding of a alone reaches a fifth of it
+    assert err.max() > KERNEL_ERROR / 50
+
+
+def test_exponents_below_the_floor_count_as_zero_within_the_bound() -> None:
+    a = np.array([-111.0, -1e3, -1e39, -1e300, -np.inf])
+    with np.errstate(over="raise", invalid="raise"):  # no overflow in the cast to float32
+        assert np.all(exp_float32(a) <= KERNEL_ERROR)
+    # and what rounding pushed above 0 counts as 0
+    np.testing.assert_array_equal(exp_float32(np.array([1e-15, 0.5])), [1.0, 1.0])
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e4])
+def test_exponent_is_minus_gamma_squared_distance(offset: float) -> None:
+    rng = np.random.default_rng(1)
+    S = rng.standard_normal((40, 7)) + offset
+    X = rng.standard_normal((25, 7)) + offset
+    X[3] = S[5]  # a row on a support vector: distance 0, exponent clipped to exactly ≤ 0
+    gamma = 0.3
+    center, right = rbf_support_factor(S, gamma)
+    A = rbf_exponent(X, center, right, gamma)
+    assert np.all(rbf_product(X, center, right, gamma) <= 1e-12)
+    exact = -gamma * cdist(X, S, "sqeuclidean")  # differences first: no cancellation
+    # centring on the support vectors keeps the error at the data's spread, not its offset
+    assert np.max(np.abs(A - exact)) < 1e-12 * gamma * 7 * 16
+    assert np.all(A <= 0.0)
+    assert A[3, 5] > -1e-12
+
+
+def test_decision_values_with_float32_exp_within_the_bound() -> None:
+    X, y = make_classification(600, 12, n_informative=6, n_classes=3, random_state=2)
+    X = StandardScaler().fit_transform(X)
+    for scheme in ("ovo", "ovr"):
+        model = KernelSVM(C=10.0, multiclass=scheme).fit(X, y)
+        Xt = np.random.default_rng(3).standard_normal((500, 12)) * 1.5
+        exact = model._decision_matrix(Xt)
+        screened = model._decision_matrix(Xt, float32_exp=True)
+        bound = decision_error_bound(model.dual_coef_.T)
+        gap = np.abs(screened - exact)
+        assert np.all(gap <= bound)
+        assert gap.max() > 0.0  # float32 really was used
+
+
+def _exact_labels(model: KernelSVM, X: np.ndarray) -> np.ndarray:
+    return label_index(model._decision_matrix(X), model.binary_problems_, model.classes_.size)
+
+
+def _boundary_rows(model: KernelSVM, X: np.ndarray, n: int) -> np.ndarray:
+    """Rows where the float64 label changes (within 2⁻⁸⁰ of the segment), by bisection between
+    points of different labels."""
+    labels = _exact_labels(model, X)
+    rows = []
+    for k in range(n):
+        a = X[k % len(X)]
+        others = X[labels != labels[k % len(X)]]
+        b = others[(7 * k) % len(others)]
+        label_a = _exact_labels(model, a[None])[0]
+        for _ in range(80):
+            mid = 0.5 * (a + b)
+            if _exact_labels(model, mid[None])[0] == label_a:
+                a = mid
+            else:
+                b = mid
+        rows.append(a if k % 2 else b)
+    return np.array(rows)
+
+
+@pytest.mark.parametrize("multiclass", ["binary", "ovo", "ovr"])
+def test_predict_equals_float64_labels_on_the_boundary(multiclass: str) -> None:
+    if multiclass == "binary":
+        X, y = load_breast_cancer(return_X_y=True)
+        model = KernelSVM(C=1.0)
+    else:
+        X, y = load_iris(return_X_y=True)
+        model = KernelSVM(C=10.0, multiclass=multiclass)
+    X = StandardScaler().fit_transform(X)
+    model.fit(X, y)
+    edge = _boundary_rows(model, X, 40)
+    Xt = np.vstack([X, edge, np.random.default_rng(4).standard_normal((3000, X.shape[1]))])
+    assert Xt.shape[0] * model.support_vectors_.shape[0] >= 4096  # the screen is used
+    D = model._decision_matrix(Xt)
+    expected = model.classes_[label_index(D, model.binary_problems_, model.classes_.size)]
+    np.testing.assert_array_equal(model.predict(Xt), expected)
+    # and the boundary rows were ones the screen could not settle
+    screened = model._decision_matrix(edge, float32_exp=True)
+    _, certain = certain_labels(
+        screened, model._rbf_scoring()[2], model.binary_problems_, model.classes_.size
+    )
+    assert not certain.any()
+
+
+def test_predict_is_decision_sign_for_binary() -> None:
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    model = KernelSVM().fit(X, y)
+    Xt = np.random.default_rng(5).standard_normal((2000, 30)) * 0.7
+    np.testing.assert_array_equal(
+        model.predict(Xt), model.classes_[(model.decision_function(Xt) > 0).astype(int)]
+    )
+
+
+def test_certain_labels_binary() -> None:
+    D = np.array([[0.5], [-0.5], [1e-7], [-1e-7], [0.0]])
+    labels, certain = certain_labels(D, np.array([1e-6]), [(1, 0)], 2)
+    np.testing.assert_array_equal(labels, [1, 0, 1, 0, 0])
+    np.testing.assert_array_equal(certain, [True, True, False, False, False])
+
+
+def test_certain_labels_one_vs_rest() -> None:
+    problems = binary_problems(3, "ovr")
+    D = np.array([[1.0, 0.2, -0.5], [0.3, 0.3 + 1e-7, -1.0], [-0.2, -0.1, -0.1 - 3e-6]])
+    labels, certain = certain_labels(D, np.full(3, 1e-6), problems, 3)
+    np.testing.assert_array_equal(labels, [0, 1, 1])
+    np.testing.assert_array_equal(certain, [True, False, True])
+
+
+def test_certain_labels_one_vs_one() -> None:
+    problems = binary_problems(3, "ovo")  # (1, 0), (2, 0), (2, 1)
+    D = np.array(
+        [
+            [1.0, 1.0, 1.0],  # class 2 wins twice
+            [1.0, 1.0, 1e-8],  # a sign not sure
+            [1.0, -1.0, 1.0],  # one vote each: the confidences decide, left to float64
+        ]
+    )
+    labels, certain = certain_labels(D, np.full(3, 1e-6), problems, 3)
+    np.testing.assert_array_equal(certain, [True, False, False])
+    assert labels[0] == 2
+
+
+def test_model_saved_without_the_factor_still_predicts() -> None:
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    model = KernelSVM().fit(X, y)
+    expected = model.decision_function(X)
+    old = pickle.loads(pickle.dumps(model))
+    for name in ("_rbf_center", "_rbf_right", "_rbf_error"):
+        delattr(old, name)
+    np.testing.assert_allclose(old.decision_function(X), expected, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(old.predict(X), model.predict(X))
