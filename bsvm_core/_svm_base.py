@@ -69,6 +69,10 @@ class SVMClassifierBase(ClassifierMixin, BaseEstimator):
     def _validate_params_extra(self, X: np.ndarray) -> None:
         """Raise BsvmValueError for bad hyper-parameters; resolve X-dependent ones (extend)."""
 
+    def _fit_jointly(self, X: np.ndarray, problems: list[tuple[np.ndarray, np.ndarray]]) -> Any:
+        """Every problem's model at once ((row mask, ±1 targets) each), or None: one at a time."""
+        return None
+
     def _fit_binary(self, X: np.ndarray, y_pm: np.ndarray, seed: int) -> Any:
         raise NotImplementedError
 
@@ -112,17 +116,20 @@ class SVMClassifierBase(ClassifierMixin, BaseEstimator):
             problems.append((mask, y_pm, int(rng.randint(np.iinfo(np.int32).max))))
         folds = [_platt_folds(y_pm, seed) if probability else [] for _, y_pm, seed in problems]
 
+        joint = self._fit_jointly(X, [(mask, y_pm) for mask, y_pm, _ in problems])
+
         def jobs() -> Iterator[Any]:  # lazy: one problem's rows are copied at a time
             for (mask, y_pm, seed), problem_folds in zip(problems, folds, strict=True):
                 Xp = X if mask.all() else X[mask]  # one-vs-rest and binary: no copy
-                yield delayed(self._fit_binary)(Xp, y_pm, seed)
+                if joint is None:
+                    yield delayed(self._fit_binary)(Xp, y_pm, seed)
                 for test, fold_seed in problem_folds:
                     yield delayed(self._held_out_decision)(Xp, y_pm, test, fold_seed)
 
         results = iter(Parallel(n_jobs=getattr(self, "n_jobs", None))(jobs()))
         self.binary_models_, self.platt_ = [], [] if probability else None
-        for (_, y_pm, _), problem_folds in zip(problems, folds, strict=True):
-            self.binary_models_.append(next(results))
+        for p, ((_, y_pm, _), problem_folds) in enumerate(zip(problems, folds, strict=True)):
+            self.binary_models_.append(next(results) if joint is None else joint[p])
             if self.platt_ is not None:
                 f = np.zeros(y_pm.shape[0])  # points of a fold too small to train on keep f = 0
                 for test, _ in problem_folds:

@@ -1,0 +1,144 @@
+"""Lockstep SMO over many one-vs-one rbf problems: each problem's solution is the one-at-a-time
+SMO's and libsvm's; stopping, resuming and the estimator's choice of path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits, make_classification
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC
+
+import bsvm_core.kernel_svm as kernel_svm
+from bsvm_core import KernelSVM
+from bsvm_core.kernels import kernel_block_function, kernel_row_function, resolve_gamma
+from bsvm_core.multiclass import binary_problems, problem_targets
+from bsvm_core.solvers.active_set import kkt_gap
+from bsvm_core.solvers.lockstep_smo import distance_matrix, lockstep_smo
+from bsvm_core.solvers.smo import dual_objective, smo_solve
+
+
+def _problems(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, list, float]:
+    classes, y_idx = np.unique(y, return_inverse=True)
+    jobs = []
+    for problem in binary_problems(classes.size, "ovo"):
+        mask, y_pm = problem_targets(y_idx, problem)
+        jobs.append((np.flatnonzero(mask), y_pm))
+    gamma = resolve_gamma("scale", X)
+    D = np.empty((X.shape[0], X.shape[0]), dtype=np.float32)
+    kernel_block_function(X, "rbf", gamma=gamma, dtype=np.float32)(np.arange(X.shape[0]), D)
+    return distance_matrix(D), jobs, gamma
+
+
+def _data(n: int = 600, classes: int = 5, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    X, y = make_classification(
+        n, 12, n_informative=8, n_classes=classes, n_clusters_per_class=1, random_state=seed
+    )
+    return StandardScaler().fit_transform(X), y
+
+
+@pytest.mark.parametrize("C", [0.5, 10.0])
+def test_each_problem_matches_one_at_a_time_smo(C: float) -> None:
+    X, y = _data()
+    D, jobs, gamma = _problems(X, y)
+    solved = lockstep_smo(D, jobs, C, tol=1e-3)
+    assert len(solved) == len(jobs)
+    for (rows, y_pm), sol in zip(jobs, solved, strict=True):
+        assert sol.converged
+        alone = smo_solve(
+            kernel_row_function(X[rows], "rbf", gamma=gamma), np.ones(rows.size), y_pm, C
+        )
+        ours = dual_objective(sol.alpha, sol.grad, y_pm)
+        assert ours == pytest.approx(alone.objective, rel=1e-5)
+        # the state is consistent: F recomputed from α in float64 meets the stopping rule
+        K = 1.0 - D[np.ix_(rows, rows)].astype(np.float64)
+        F = y_pm - K @ (sol.alpha * y_pm)
+        np.testing.assert_allclose(sol.grad, F, atol=1e-4)
+        assert kkt_gap(sol.alpha, F, y_pm, C) < 1e-3 + 1e-4
+        assert abs(float(sol.alpha @ y_pm)) < 1e-9 * max(1.0, sol.alpha.sum())
+        assert np.all((sol.alpha >= 0.0) & (sol.alpha <= C))
+
+
+def test_problems_of_different_sizes_leave_as_they_converge() -> None:
+    X, y = _data(500, 4, seed=1)
+    keep = np.flatnonzero((y != 3) | (np.arange(y.size) % 4 == 0))  # class 3 made small
+    X, y = X[keep], y[keep]
+    D, jobs, _ = _problems(X, y)
+    sizes = {rows.size for rows, _ in jobs}
+    assert len(sizes) > 1
+    solved = lockstep_smo(D, jobs, 1.0)
+    assert len({sol.n_iter for sol in solved}) > 1  # not all stopped at the same step
+    for (rows, _), sol in zip(jobs, solved, strict=True):
+        assert sol.alpha.size == rows.size and sol.converged
+
+
+def test_stopped_runs_resume_to_the_same_solution() -> None:
+    X, y = _data(400, 5, seed=2)
+    D, jobs, _ = _problems(X, y)
+    whole = lockstep_smo(D, jobs, 1.0)
+    first = lockstep_smo(D, jobs, 1.0, steps=[5] * len(jobs))
+    assert all(not sol.converged and sol.n_iter == 5 for sol in first)
+    rest = lockstep_smo(D, jobs, 1.0, starts=first)
+    for a, b in zip(whole, rest, strict=True):
+        np.testing.assert_array_equal(a.alpha, b.alpha)  # the same steps, in the same order
+        assert a.n_iter == b.n_iter
+
+
+def test_digits_match_libsvm_through_the_estimator(monkeypatch: pytest.MonkeyPatch) -> None:
+    X, y = load_digits(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    calls = []
+    real = kernel_svm.lockstep_smo
+    monkeypatch.setattr(
+        kernel_svm, "lockstep_smo", lambda *a, **k: calls.append(1) or real(*a, **k)
+    )
+    ours = KernelSVM(C=1.0).fit(X, y)
+    assert calls  # the lockstep path was taken
+    svc = SVC(C=1.0).fit(X, y)
+    assert np.mean(ours.predict(X) == svc.predict(X)) >= 0.995
+    # libsvm's dual objective of each one-vs-one problem, from its dual coefficients
+    gamma = ours._gamma
+    start = np.concatenate([[0], np.cumsum(svc.n_support_)])
+    p = 0
+    for i in range(10):
+        for j in range(i + 1, 10):
+            si, sj = slice(start[i], start[i + 1]), slice(start[j], start[j + 1])
+            S = np.vstack([svc.support_vectors_[si], svc.support_vectors_[sj]])
+            c = np.concatenate([svc.dual_coef_[j - 1, si], svc.dual_coef_[i, sj]])
+            K = np.exp(-gamma * ((S[:, None, :] - S[None, :, :]) ** 2).sum(-1))
+            libsvm = 0.5 * c @ K @ c - np.abs(c).sum()
+            assert ours.objective_[p] == pytest.approx(libsvm, rel=1e-3)
+            p += 1
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"kernel": "poly"},
+        {"cache_mb": 0.1},  # the 300 × 300 float32 matrix takes 0.34 MB
+        {"n_jobs": 2},
+        {"max_iter": 100_000},
+        {"multiclass": "ovr"},
+    ],
+)
+def test_other_fits_solve_one_problem_at_a_time(
+    params: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    X, y = _data(300, 5, seed=3)
+    monkeypatch.setattr(kernel_svm, "lockstep_smo", lambda *a, **k: pytest.fail("lockstep used"))
+    KernelSVM(**params).fit(X, y)
+
+
+def test_few_problems_stay_one_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    X, y = _data(300, 4, seed=4)  # 6 problems
+    monkeypatch.setattr(kernel_svm, "lockstep_smo", lambda *a, **k: pytest.fail("lockstep used"))
+    KernelSVM().fit(X, y)
+
+
+def test_lockstep_and_one_at_a_time_give_the_same_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    X, y = _data(700, 5, seed=5)
+    joint = KernelSVM(C=3.0).fit(X, y)
+    monkeypatch.setattr(kernel_svm, "LOCKSTEP_MIN_PROBLEMS", 10**9)
+    alone = KernelSVM(C=3.0).fit(X, y)
+    np.testing.assert_allclose(joint.objective_, alone.objective_, rtol=1e-5)
+    assert np.mean(joint.predict(X) == alone.predict(X)) >= 0.998
