@@ -142,3 +142,53 @@ def test_lockstep_and_one_at_a_time_give_the_same_model(monkeypatch: pytest.Monk
     alone = KernelSVM(C=3.0).fit(X, y)
     np.testing.assert_allclose(joint.objective_, alone.objective_, rtol=1e-5)
     assert np.mean(joint.predict(X) == alone.predict(X)) >= 0.998
+
+
+def test_float32_exponent_error_bounds_the_blocks() -> None:
+    rng = np.random.default_rng(6)
+    for scale, gamma in ((1.0, 0.05), (30.0, 0.01), (1e3, 1e-4)):
+        X = rng.standard_normal((300, 16)) * scale + 5.0 * scale
+        K32 = np.empty((300, 300), dtype=np.float32)
+        with np.errstate(over="ignore"):
+            kernel_block_function(X, "rbf", gamma=gamma, dtype=np.float32)(np.arange(300), K32)
+        exact = -gamma * ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
+        near = exact > -30.0  # where the kernel is not negligible, compare exponents
+        err = np.abs(np.log(K32[near].astype(np.float64)) - exact[near])
+        bound = kernel_svm.float32_exponent_error(X, gamma)
+        assert err.max() <= bound + 1e-6  # + float32 exp and log rounding
+
+
+def test_far_flung_data_with_a_large_gamma_keep_libsvm_objectives() -> None:
+    """float32 products would shift k(x, x) itself by per cents here: float64 exponents are used."""
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((400, 5)) * 100.0
+    y = rng.integers(0, 6, 400)
+    ours = KernelSVM(C=100.0, gamma=10.0).fit(X, y)
+    svc = SVC(C=100.0, gamma=10.0).fit(X, y)
+    # the kernel is the identity to double precision: each pair's dual, ½|α|² − Σα with
+    # n₊α₊ = n₋α₋, has α₊ = 2n₋/n, α₋ = 2n₊/n and the value −2n₊n₋/n
+    sizes = np.bincount(y)
+    expected = [
+        -2.0 * sizes[i] * sizes[j] / (sizes[i] + sizes[j])
+        for i in range(6)
+        for j in range(i + 1, 6)
+    ]
+    np.testing.assert_allclose(ours.objective_, expected, rtol=1e-6)
+    assert np.mean(ours.predict(X) == svc.predict(X)) >= 0.995
+
+
+def test_close_pairs_far_from_the_centre_take_float64_exponents(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """γ‖x‖² ≈ 2e4 but γ‖x − x'‖² ≈ 1 within each pair: float32 products would move those
+    kernel values by per cents; the lockstep fit matches one-at-a-time SMO's float64 rows."""
+    rng = np.random.default_rng(8)
+    base = rng.standard_normal((200, 4)) * 100.0
+    X = np.vstack([base, base + rng.standard_normal((200, 4)) * 0.7])
+    y = np.tile(rng.integers(0, 5, 200), 2)
+    y[200:] = (y[200:] + rng.integers(0, 2, 200)) % 5  # a pair's two points may disagree
+    assert kernel_svm.float32_exponent_error(X, 0.5) > kernel_svm.FLOAT32_EXPONENT_MAX_ERROR
+    joint = KernelSVM(C=10.0, gamma=0.5).fit(X, y)
+    monkeypatch.setattr(kernel_svm, "LOCKSTEP_MIN_PROBLEMS", 10**9)
+    alone = KernelSVM(C=10.0, gamma=0.5).fit(X, y)
+    np.testing.assert_allclose(joint.objective_, alone.objective_, rtol=1e-5)
