@@ -8,7 +8,7 @@ from sklearn.datasets import load_digits, make_classification
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
-from bsvm_core import kernel_svm
+from bsvm_core import kernel_dual
 from bsvm_core.exceptions import NotSeparableError
 from bsvm_core.kernel_svm import KernelSVM
 from bsvm_core.kernels import (
@@ -104,11 +104,11 @@ def test_gives_up_after_max_rounds_and_on_a_small_cache(monkeypatch: pytest.Monk
 
 
 class Spy:
-    """Wraps active_set_solve in kernel_svm and records what it returned."""
+    """Wraps active_set_solve in kernel_dual and records what it returned."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.results: list[SMOResult | None] = []
-        monkeypatch.setattr(kernel_svm, "active_set_solve", self)
+        monkeypatch.setattr(kernel_dual, "active_set_solve", self)
 
     def __call__(self, *args: object, **kwargs: object) -> SMOResult | None:
         res = active_set_solve(*args, **kwargs)
@@ -121,8 +121,8 @@ def test_estimator_resumes_smo_when_it_gives_up(monkeypatch: pytest.MonkeyPatch)
     spy = Spy(monkeypatch)
     est = KernelSVM(kernel="linear", C=1.0).fit(X, y)
     assert spy.results == [None]
-    assert est.n_iter_[0] > 300 // kernel_svm.PROBE_FRACTION  # SMO went on from the probe
-    monkeypatch.setattr(kernel_svm, "ACTIVE_SET_MAX_ROWS", 0)
+    assert est.n_iter_[0] > 300 // kernel_dual.PROBE_FRACTION  # SMO went on from the probe
+    monkeypatch.setattr(kernel_dual, "ACTIVE_SET_MAX_ROWS", 0)
     plain = KernelSVM(kernel="linear", C=1.0).fit(X, y)  # SMO alone, from α = 0
     assert est.objective_[0] == pytest.approx(plain.objective_[0], rel=1e-6)
     ref = SVC(kernel="linear", C=1.0).fit(X, y)
@@ -138,7 +138,7 @@ def test_estimator_leaves_small_and_low_dimensional_problems_to_smo(
     spy = Spy(monkeypatch)
     est = KernelSVM(C=100.0).fit(X, y)
     assert spy.results == []
-    assert est.n_iter_[0] > n // kernel_svm.PROBE_FRACTION  # no probe cut it short
+    assert est.n_iter_[0] > n // kernel_dual.PROBE_FRACTION  # no probe cut it short
 
 
 def test_warm_start_from_a_short_smo_run_reaches_the_optimum() -> None:
@@ -188,13 +188,13 @@ def test_digits_one_vs_one_uses_it_and_agrees_with_libsvm(monkeypatch: pytest.Mo
 def test_rank_at_least_sees_linearly_dependent_features() -> None:
     rng = np.random.default_rng(5)
     X = rng.normal(size=(400, 10)) * np.logspace(0, 3, 10)  # full rank, uneven scales
-    assert kernel_svm.rank_at_least(X, 8) and kernel_svm.rank_at_least(X, 10)
+    assert kernel_dual.rank_at_least(X, 8) and kernel_dual.rank_at_least(X, 10)
     dependent = np.c_[X[:, :5], X[:, :5] @ rng.normal(size=(5, 5))]  # rank 5
-    assert kernel_svm.rank_at_least(dependent, 5)
-    assert not kernel_svm.rank_at_least(dependent, 6)
-    assert not kernel_svm.rank_at_least(X[:7], 8)  # 7 rows
+    assert kernel_dual.rank_at_least(dependent, 5)
+    assert not kernel_dual.rank_at_least(dependent, 6)
+    assert not kernel_dual.rank_at_least(X[:7], 8)  # 7 rows
     shifted = dependent + 100.0  # a constant offset adds no dimension once centred
-    assert not kernel_svm.rank_at_least(shifted, 6)
+    assert not kernel_dual.rank_at_least(shifted, 6)
 
 
 def test_probe_rows_and_active_set_rows_share_one_cache_budget(
@@ -205,13 +205,13 @@ def test_probe_rows_and_active_set_rows_share_one_cache_budget(
     X, y = make_classification(600, 20, n_informative=10, flip_y=0.2, random_state=3)
     X = StandardScaler().fit_transform(X)
     budgets: list[float] = []
-    solve = kernel_svm.active_set_solve
+    solve = kernel_dual.active_set_solve
 
     def spy(*args: object, **kwargs: object) -> object:
         budgets.append(float(kwargs["cache_mb"]))  # type: ignore[arg-type]
         return solve(*args, **kwargs)
 
-    monkeypatch.setattr(kernel_svm, "active_set_solve", spy)
+    monkeypatch.setattr(kernel_dual, "active_set_solve", spy)
     for cache_mb in (200.0, 1.0):
         model = KernelSVM(C=100.0, cache_mb=cache_mb).fit(X, y)
         reference = SVC(C=100.0, kernel="rbf", gamma="scale").fit(X, y)

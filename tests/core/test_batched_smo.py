@@ -13,7 +13,7 @@ import pytest
 from sklearn.datasets import make_classification
 from sklearn.svm import SVC
 
-from bsvm_core import kernel_svm
+from bsvm_core import kernel_dual
 from bsvm_core.kernel_svm import KernelSVM
 from bsvm_core.kernels import kernel_block_function, kernel_diagonal, kernel_matrix
 from bsvm_core.solvers.batched_smo import (
@@ -139,7 +139,7 @@ def test_working_set_fits_the_cache() -> None:
 @pytest.mark.slow
 def test_kernel_svm_matches_libsvm_on_the_batched_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """KernelSVM on the batched path: dual objective and predictions as SVC's (libsvm)."""
-    monkeypatch.setattr(kernel_svm, "BATCHED_MIN_ROWS", 2000)
+    monkeypatch.setattr(kernel_dual, "BATCHED_MIN_ROWS", 2000)
     X, y = make_classification(
         n_samples=3000, n_features=20, n_informative=10, flip_y=0.1, random_state=0
     )

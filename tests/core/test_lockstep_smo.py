@@ -9,7 +9,7 @@ from sklearn.datasets import load_digits, make_classification
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
-import bsvm_core.kernel_svm as kernel_svm
+import bsvm_core.kernel_dual as kernel_dual
 from bsvm_core import KernelSVM
 from bsvm_core.kernels import kernel_block_function, kernel_row_function, resolve_gamma
 from bsvm_core.multiclass import binary_problems, problem_targets
@@ -88,9 +88,9 @@ def test_digits_match_libsvm_through_the_estimator(monkeypatch: pytest.MonkeyPat
     X, y = load_digits(return_X_y=True)
     X = StandardScaler().fit_transform(X)
     calls = []
-    real = kernel_svm.lockstep_smo
+    real = kernel_dual.lockstep_smo
     monkeypatch.setattr(
-        kernel_svm, "lockstep_smo", lambda *a, **k: calls.append(1) or real(*a, **k)
+        kernel_dual, "lockstep_smo", lambda *a, **k: calls.append(1) or real(*a, **k)
     )
     ours = KernelSVM(C=1.0).fit(X, y)
     assert calls  # the lockstep path was taken
@@ -125,20 +125,20 @@ def test_other_fits_solve_one_problem_at_a_time(
     params: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     X, y = _data(300, 5, seed=3)
-    monkeypatch.setattr(kernel_svm, "lockstep_smo", lambda *a, **k: pytest.fail("lockstep used"))
+    monkeypatch.setattr(kernel_dual, "lockstep_smo", lambda *a, **k: pytest.fail("lockstep used"))
     KernelSVM(**params).fit(X, y)
 
 
 def test_few_problems_stay_one_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
     X, y = _data(300, 4, seed=4)  # 6 problems
-    monkeypatch.setattr(kernel_svm, "lockstep_smo", lambda *a, **k: pytest.fail("lockstep used"))
+    monkeypatch.setattr(kernel_dual, "lockstep_smo", lambda *a, **k: pytest.fail("lockstep used"))
     KernelSVM().fit(X, y)
 
 
 def test_lockstep_and_one_at_a_time_give_the_same_model(monkeypatch: pytest.MonkeyPatch) -> None:
     X, y = _data(700, 5, seed=5)
     joint = KernelSVM(C=3.0).fit(X, y)
-    monkeypatch.setattr(kernel_svm, "LOCKSTEP_MIN_PROBLEMS", 10**9)
+    monkeypatch.setattr(kernel_dual, "LOCKSTEP_MIN_PROBLEMS", 10**9)
     alone = KernelSVM(C=3.0).fit(X, y)
     np.testing.assert_allclose(joint.objective_, alone.objective_, rtol=1e-5)
     assert np.mean(joint.predict(X) == alone.predict(X)) >= 0.998
@@ -154,7 +154,7 @@ def test_float32_exponent_error_bounds_the_blocks() -> None:
         exact = -gamma * ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
         near = exact > -30.0  # where the kernel is not negligible, compare exponents
         err = np.abs(np.log(K32[near].astype(np.float64)) - exact[near])
-        bound = kernel_svm.float32_exponent_error(X, gamma)
+        bound = kernel_dual.float32_exponent_error(X, gamma)
         assert err.max() <= bound + 1e-6  # + float32 exp and log rounding
 
 
@@ -187,8 +187,8 @@ def test_close_pairs_far_from_the_centre_take_float64_exponents(
     X = np.vstack([base, base + rng.standard_normal((200, 4)) * 0.7])
     y = np.tile(rng.integers(0, 5, 200), 2)
     y[200:] = (y[200:] + rng.integers(0, 2, 200)) % 5  # a pair's two points may disagree
-    assert kernel_svm.float32_exponent_error(X, 0.5) > kernel_svm.FLOAT32_EXPONENT_MAX_ERROR
+    assert kernel_dual.float32_exponent_error(X, 0.5) > kernel_dual.FLOAT32_EXPONENT_MAX_ERROR
     joint = KernelSVM(C=10.0, gamma=0.5).fit(X, y)
-    monkeypatch.setattr(kernel_svm, "LOCKSTEP_MIN_PROBLEMS", 10**9)
+    monkeypatch.setattr(kernel_dual, "LOCKSTEP_MIN_PROBLEMS", 10**9)
     alone = KernelSVM(C=10.0, gamma=0.5).fit(X, y)
     np.testing.assert_allclose(joint.objective_, alone.objective_, rtol=1e-5)

@@ -1,0 +1,287 @@
+"""KernelSVM's dual problems: which solver takes a problem, and the one-vs-one problems in lockstep.
+
+A binary problem goes to batched working sets (``solvers.batched_smo``) from ``BATCHED_MIN_ROWS``
+rows, else to an SMO probe that may hand over to primal-dual active sets (``solvers.active_set``),
+else to SMO alone (``solvers.smo``). Many one-vs-one rbf problems at once go to
+``solvers.lockstep_smo`` over one kernel matrix of all rows, with the same hand-over.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ._blas import single_blas_thread
+from .kernels import (
+    float32_exponent_error,
+    kernel_block_function,
+    kernel_diagonal,
+    kernel_row_function,
+)
+from .rbf_scoring import exp_float32, rbf_product, rbf_support_factor
+from .solvers.active_set import active_set_solve
+from .solvers.batched_smo import batched_smo_solve
+from .solvers.kernel_cache import KernelRowCache
+from .solvers.lockstep_smo import LockstepResult, distance_matrix, lockstep_smo
+from .solvers.smo import SMOResult, default_max_iter, dual_objective, intercept_rule, smo_solve
+
+ACTIVE_SET_MAX_ROWS = 1500
+"""Binary problems with fewer rows (at least ``ACTIVE_SET_MIN_ROWS``, finite C, a positive
+semi-definite kernel, no max_iter) start with a short SMO probe and may go on with the primal-dual
+active-set solver (``solvers.active_set``). Measured on make_classification(n, 20): 1.2-1.7x faster
+than SMO below 1000 rows, even at 1500, slower from 2000 (the Cholesky of a large free set)."""
+
+ACTIVE_SET_MIN_ROWS = 200
+"""Smaller problems stay with SMO: it finishes them in about 1 ms, a few active-set rounds' fixed
+cost (measured on wine pairs, 130 rows: 1.1-1.2x slower with the active sets)."""
+
+ACTIVE_SET_MIN_FEATURES = 8
+"""Problems whose centred features span fewer dimensions (:func:`rank_at_least`) stay with SMO: the
+rbf Gram matrix of a low-dimensional sample is numerically low-rank, so Q_FF of the free set fails
+the pivot test or the rounds cycle (measured on iris, moons, make_classification with 3 and 5
+features, and with 10 features of rank 2: every attempt gave up, costing 5-60 % more than SMO)."""
+
+PROBE_FRACTION = 12
+"""SMO runs n // PROBE_FRACTION steps first. If it has not converged and most of the points it moved
+are free (:func:`_hand_over`), its sets seed the active sets (1-5 rounds instead of 7-13), and SMO
+resumes from it, with its row cache, when they give up; otherwise SMO goes on in the same run.
+Probes with more points at C than free (small C, where SMO is quick) gave 1.2-1.7x slower fits with
+the rounds. Fit time over SMO alone, breast cancer / digits / make_classification(800, 20,
+flip_y=0.2) at C = 1, 10, 100: n // 6 1.01-0.97-1.00, 0.87-0.88-0.69, 0.55-0.87-0.56; n // 12
+1.00-0.92-1.02, 0.76-0.78-0.67, 0.46-0.79-0.53; n // 24 loses digits at C = 1 (1.00)."""
+
+BATCHED_MIN_ROWS = 8000
+"""Binary problems with at least this many rows use the batched working-set solver; smaller ones
+the one-pair SMO (per step it is lighter in Python, and its row cache holds most of the kernel)."""
+
+LOCKSTEP_MIN_PROBLEMS = 10
+"""One-vs-one rbf fits with at least this many problems (5 classes) go through
+``solvers.lockstep_smo``, all problems in the same numpy calls; fewer are solved one by one (wine's
+and iris's 3 problems: 1.5x slower in lockstep, its calls then carry little work each)."""
+
+LOCKSTEP_MAX_ROWS = 3000
+"""Largest training set of a lockstep fit: its float32 kernel matrix of all rows (36 MB at 3,000)
+must also fit in ``cache_mb``; larger sets are solved one problem at a time."""
+
+LOCKSTEP_PROBE_FRACTION = 4
+"""Lockstep problems take n // this many steps before the active-set hand-over test: a lockstep
+step costs a few µs per problem, a third of a lone SMO step, so the probe runs longer."""
+
+LOCKSTEP_BLOCK_ROWS = 512
+"""Rows of the lockstep kernel matrix computed per product (bounds the temporaries)."""
+
+FLOAT32_EXPONENT_MAX_ERROR = 1e-3
+"""rbf kernel blocks are products in float32 (twice as fast) only when the exponents' error bound
+is below this: the bound is 6e-4 on standardised digits and 1e-4 on breast cancer (worst pairs;
+typical errors are ~√d times smaller); far-flung data or a large gamma (say 5e5 for γ‖x‖²) would
+make float32's cancellation shift even k(x, x) by several per cent, so those take float64."""
+
+
+RANK_SAMPLE_ROWS = 128
+"""Rows (evenly spaced, at most this many) that :func:`rank_at_least` looks at."""
+
+
+@functools.cache
+def _gaussian_sketch(d: int, k: int) -> np.ndarray:
+    """A fixed d × k standard Gaussian matrix (seed 0), made once per shape."""
+    return np.random.default_rng(0).standard_normal((d, k))
+
+
+def rank_at_least(X: np.ndarray, k: int) -> bool:
+    """Whether the centred X has rank ≥ k: the k × k Gram matrix of (X − x̄)G, G a fixed Gaussian
+    d × k matrix, has no eigenvalue below 1e-12 of its largest (singular values below 1e-6), on
+    ``RANK_SAMPLE_ROWS`` of the rows."""
+    if min(X.shape) < k:
+        return False
+    sketch = X[:: -(-X.shape[0] // RANK_SAMPLE_ROWS)] @ _gaussian_sketch(X.shape[1], k)
+    sketch -= sketch.mean(axis=0)
+    eig = np.linalg.eigvalsh(sketch.T @ sketch)
+    return bool(eig[0] > 1e-12 * eig[-1])
+
+
+def _mostly_free(alpha: np.ndarray, C: float) -> bool:
+    """At least two α_t free (0 < α_t < C), and no fewer free than at C."""
+    n_free = int(np.count_nonzero((alpha > 0.0) & (alpha < C)))
+    return n_free >= max(2, int(np.count_nonzero(alpha >= C)))
+
+
+def _hand_over(alpha: np.ndarray, X: np.ndarray, C: float) -> bool:
+    """Whether SMO's α should seed the active sets: :func:`_mostly_free` and features of rank
+    ≥ ``ACTIVE_SET_MIN_FEATURES``."""
+    return _mostly_free(alpha, C) and rank_at_least(X, ACTIVE_SET_MIN_FEATURES)
+
+
+def _rows_of(D: np.ndarray, rows: np.ndarray) -> Callable[..., None]:
+    """``block(idx, out)`` writing the problem's kernel rows 1 − D[rows[idx], rows] (rbf)."""
+
+    def block(idx: np.ndarray, out: np.ndarray, cols: np.ndarray | None = None) -> None:
+        picked = rows if cols is None else rows[cols]
+        # two takes: half the time of one np.ix_ gather
+        np.subtract(1.0, D.take(rows[idx], axis=0).take(picked, axis=1), out=out)
+
+    return block
+
+
+def float32_blocks(X: np.ndarray, kernel: Any, gamma: float) -> bool:
+    """rbf kernel blocks may be computed in float32: the exponents' error bound
+    (``kernels.float32_exponent_error``) is at most ``FLOAT32_EXPONENT_MAX_ERROR``."""
+    return kernel == "rbf" and float32_exponent_error(X, gamma) <= FLOAT32_EXPONENT_MAX_ERROR
+
+
+def solve_dual(
+    X: np.ndarray,
+    y_pm: np.ndarray,
+    C: float,
+    kernel: Any,
+    kw: dict[str, Any],
+    tol: float,
+    max_iter: int | None,
+    cache_mb: float,
+) -> SMOResult:
+    """One binary problem's dual: batched working sets (large problems), else active sets after
+    an SMO probe, else one-pair SMO. ``kw`` are the kernel's gamma, degree and coef0."""
+    diag = kernel_diagonal(X, kernel, **kw)
+    common = {"tol": tol, "max_iter": max_iter, "cache_mb": cache_mb}
+    if y_pm.size >= BATCHED_MIN_ROWS:
+        rbf64 = kernel == "rbf" and not float32_blocks(X, kernel, kw["gamma"])
+        dtype = np.float64 if rbf64 else np.float32
+        block = kernel_block_function(X, kernel, **kw, dtype=dtype)
+        return batched_smo_solve(block, diag, y_pm, C, dtype=dtype, **common)
+    row = kernel_row_function(X, kernel, **kw)
+    smo_args = {"floor_curvature": kernel != "rbf", **common}
+    if (
+        ACTIVE_SET_MIN_ROWS <= y_pm.size < ACTIVE_SET_MAX_ROWS
+        and X.shape[1] >= ACTIVE_SET_MIN_FEATURES
+        and math.isfinite(C)
+        and max_iter is None
+        and kernel != "sigmoid"
+    ):
+        # SMO alone unless, after its first n // PROBE_FRACTION steps, the sets look ready
+        cache = KernelRowCache(row, y_pm.size, cache_mb)
+        hand_over = (
+            max(1, y_pm.size // PROBE_FRACTION),
+            functools.partial(_hand_over, X=X, C=C),
+        )
+        probe = smo_solve(row, diag, y_pm, C, cache=cache, stop_if=hand_over, **smo_args)
+        if probe.converged:
+            return probe
+        # rbf: float32 blocks (SIMD exponential) when their error bound allows
+        dtype = np.float32 if float32_blocks(X, kernel, kw["gamma"]) else np.float64
+        block = kernel_block_function(X, kernel, **kw, dtype=dtype)
+        res = active_set_solve(
+            block,
+            diag,
+            y_pm,
+            C,
+            tol=tol,
+            # one budget for both: the probe's rows stay alive for a resumed SMO
+            cache_mb=max(cache_mb - cache.nbytes / 2**20, 0.0),
+            block_dtype=dtype,
+            start=probe,
+        )
+        if res is not None:
+            res.n_iter += probe.n_iter
+            return res
+        return smo_solve(row, diag, y_pm, C, start=probe, cache=cache, **smo_args)
+    return smo_solve(row, diag, y_pm, C, **smo_args)
+
+
+def lockstep_applies(n: int, n_problems: int, kernel: Any, C: float, cache_mb: float) -> bool:
+    """Whether one-vs-one problems over n rows go to :func:`solve_in_lockstep`: rbf, finite C, at
+    least ``LOCKSTEP_MIN_PROBLEMS`` of them, at most ``LOCKSTEP_MAX_ROWS`` rows whose float32
+    matrix fits in ``cache_mb``."""
+    return (
+        kernel == "rbf"
+        and n_problems >= LOCKSTEP_MIN_PROBLEMS
+        and n <= LOCKSTEP_MAX_ROWS
+        and 4 * n * n <= cache_mb * 2**20
+        and math.isfinite(C)
+    )
+
+
+def rbf_distance_matrix(X: np.ndarray, gamma: float) -> np.ndarray:
+    """D = 1 − K of the rbf kernel over all rows (float32, k(x, x) = 1 exactly), in row blocks."""
+    n = X.shape[0]
+    D = np.empty((n, n), dtype=np.float32)
+    if float32_blocks(X, "rbf", gamma):
+        block = kernel_block_function(X, "rbf", gamma=gamma, dtype=np.float32)
+    else:  # float64 exponents, float32 exponential (rbf_scoring's bound)
+        center, right = rbf_support_factor(X, gamma)
+
+        def block(idx: np.ndarray, out: np.ndarray) -> None:
+            out[...] = exp_float32(rbf_product(X[idx], center, right, gamma))
+
+    with single_blas_thread():
+        for start in range(0, n, LOCKSTEP_BLOCK_ROWS):
+            rows = np.arange(start, min(start + LOCKSTEP_BLOCK_ROWS, n))
+            block(rows, D[start : rows[-1] + 1])
+    np.fill_diagonal(D, 1.0)  # k(x, x) = 1 exactly, whatever the exponent's rounding
+    return distance_matrix(D)
+
+
+def solve_in_lockstep(
+    X: np.ndarray,
+    problems: list[tuple[np.ndarray, np.ndarray]],
+    C: float,
+    gamma: float,
+    tol: float,
+    cache_mb: float,
+) -> list[SMOResult]:
+    """Every (row mask, ±1 targets) problem's dual by lockstep SMO over one rbf matrix; as one at
+    a time, a probe (n // ``LOCKSTEP_PROBE_FRACTION`` steps) may hand over to active sets."""
+    D = rbf_distance_matrix(X, gamma)
+    rows = [np.flatnonzero(mask) for mask, _ in problems]
+    jobs = [(r, y_pm) for r, (_, y_pm) in zip(rows, problems, strict=True)]
+    probe_steps = [
+        max(1, r.size // LOCKSTEP_PROBE_FRACTION)
+        if ACTIVE_SET_MIN_ROWS <= r.size < ACTIVE_SET_MAX_ROWS
+        else default_max_iter(r.size)
+        for r in rows
+    ]
+    solved: list[LockstepResult] = lockstep_smo(D, jobs, C, tol=tol, steps=probe_steps)
+    budget = max(cache_mb - D.nbytes / 2**20, 0.0)
+    # the rank test once, on all rows (85 µs a problem): a pair of classes of lower rank only
+    # makes its active sets give up, and the lockstep SMO finishes it
+    full_rank = rank_at_least(X, ACTIVE_SET_MIN_FEATURES)
+    resume, by_active_set = [], {}
+    for p, sol in enumerate(solved):
+        if sol.converged:
+            continue
+        if sol.n_iter >= probe_steps[p] and full_rank and _mostly_free(sol.alpha, C):
+            res = active_set_solve(
+                _rows_of(D, rows[p]),
+                np.ones(rows[p].size),
+                jobs[p][1],
+                C,
+                tol=tol,
+                cache_mb=budget,
+                start=SMOResult(sol.alpha, 0.0, 0.0, sol.n_iter, False, 0, sol.grad),
+            )
+            if res is not None:
+                res.n_iter += sol.n_iter
+                by_active_set[p] = res
+                continue
+        resume.append(p)
+    if resume:
+        rest = lockstep_smo(
+            D, [jobs[p] for p in resume], C, tol=tol, starts=[solved[p] for p in resume]
+        )
+        for p, sol in zip(resume, rest, strict=True):
+            solved[p] = sol
+    del D
+    return [
+        by_active_set.get(p)
+        or SMOResult(
+            alpha=sol.alpha,
+            intercept=intercept_rule(sol.alpha, sol.grad, y_pm, C),
+            objective=dual_objective(sol.alpha, sol.grad, y_pm),
+            n_iter=sol.n_iter,
+            converged=sol.converged,
+            n_kernel_rows=0,
+        )
+        for p, ((_, y_pm), sol) in enumerate(zip(problems, solved, strict=True))
+    ]
