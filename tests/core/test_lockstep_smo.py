@@ -192,3 +192,27 @@ def test_close_pairs_far_from_the_centre_take_float64_exponents(
     monkeypatch.setattr(kernel_dual, "LOCKSTEP_MIN_PROBLEMS", 10**9)
     alone = KernelSVM(C=10.0, gamma=0.5).fit(X, y)
     np.testing.assert_allclose(joint.objective_, alone.objective_, rtol=1e-5)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_sets_match_one_at_a_time(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Duplicates, skewed classes, scales from 0.01 to 100, gamma up to 10, C from 0.1 to 100."""
+    rng = np.random.default_rng(100 + seed)
+    k, n, d = int(rng.integers(5, 8)), int(rng.integers(150, 500)), int(rng.integers(1, 12))
+    X = rng.standard_normal((n, d)) * float(rng.choice([0.01, 1.0, 100.0]))
+    if seed % 3 == 0:
+        X[: n // 3] = X[0]  # a third of the rows on one point, of every class
+    y = (
+        rng.choice(k, n, p=np.r_[0.6, [0.4 / (k - 1)] * (k - 1)])
+        if seed % 2
+        else rng.integers(0, k, n)
+    )
+    assert np.unique(y).size >= 5  # ten problems or more: the lockstep path
+    params = {"C": float(rng.choice([0.1, 1.0, 100.0])), "gamma": rng.choice(["scale", 0.01, 10.0])}
+    params["gamma"] = params["gamma"] if params["gamma"] == "scale" else float(params["gamma"])
+    joint = KernelSVM(**params).fit(X, y)
+    monkeypatch.setattr(kernel_dual, "LOCKSTEP_MIN_PROBLEMS", 10**9)
+    alone = KernelSVM(**params).fit(X, y)
+    scale = np.maximum(np.abs(alone.objective_), 1e-9)
+    assert np.max(np.abs(joint.objective_ - alone.objective_) / scale) < 1e-3
+    assert np.mean(joint.predict(X) == alone.predict(X)) >= 0.99
