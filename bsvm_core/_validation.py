@@ -45,12 +45,37 @@ def _wide_integer_labels(y: Any) -> np.ndarray | None:
     return np.array([int(v) for v in values], dtype=object)
 
 
+def _plain_fit_data(X: Any, y: Any) -> bool:
+    """True when ``validate_data`` and the target check would hand (X, y) back unchanged and raise
+    nothing: X a finite 2-D float64 array with rows and columns, y a 1-D integer array (int64 at
+    most: always binary or multiclass targets) of as many rows."""
+    return (
+        type(X) is np.ndarray
+        and type(y) is np.ndarray
+        and X.dtype == np.float64
+        and X.ndim == 2
+        and X.shape[0] >= 1
+        and X.shape[1] >= 1
+        and y.ndim == 1
+        and y.shape[0] == X.shape[0]
+        and (y.dtype.kind == "i" or (y.dtype.kind == "u" and y.dtype.itemsize < 8))
+        and bool(np.isfinite(X).all())
+    )
+
+
 def check_fit_data(estimator: Any, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
     """Validate (X, y) for fit; set ``n_features_in_``; return float64 X and raw-label y.
 
     Every problem is a BsvmValueError (scikit-learn's ValueErrors are re-raised as one, with
-    their message). Integer labels beyond int64 are kept exactly, as Python ints.
+    their message). Integer labels beyond int64 are kept exactly, as Python ints. Plain arrays
+    (:func:`_plain_fit_data`) skip scikit-learn's checks (0.35 ms, a tenth of a small fit) and get
+    the same attributes they would set.
     """
+    if _plain_fit_data(X, y):
+        estimator.n_features_in_ = X.shape[1]
+        if hasattr(estimator, "feature_names_in_"):
+            del estimator.feature_names_in_
+        return X, y
     _reject_ragged(X, "X")
     if y is None:
         raise BsvmValueError(
