@@ -25,9 +25,10 @@ from .kernels import (
 from .rbf_scoring import exp_float32, rbf_product, rbf_support_factor
 from .solvers.active_set import active_set_solve
 from .solvers.batched_smo import batched_smo_solve
-from .solvers.kernel_cache import KernelRowCache
+from .solvers.kernel_cache import DenseKernelRows, KernelRowCache
 from .solvers.lockstep_smo import LockstepResult, distance_matrix, lockstep_smo
 from .solvers.smo import SMOResult, default_max_iter, dual_objective, intercept_rule, smo_solve
+from .workspace import Empty, workspace
 
 ACTIVE_SET_MAX_ROWS = 1500
 """Binary problems with fewer rows (at least ``ACTIVE_SET_MIN_ROWS``, finite C, a positive
@@ -53,6 +54,14 @@ Probes with more points at C than free (small C, where SMO is quick) gave 1.2-1.
 the rounds. Fit time over SMO alone, breast cancer / digits / make_classification(800, 20,
 flip_y=0.2) at C = 1, 10, 100: n // 6 1.01-0.97-1.00, 0.87-0.88-0.69, 0.55-0.87-0.56; n // 12
 1.00-0.92-1.02, 0.76-0.78-0.67, 0.46-0.79-0.53; n // 24 loses digits at C = 1 (1.00)."""
+
+DENSE_MAX_ROWS = 1500
+"""Binary problems up to this many rows (and whose float64 kernel matrix, with a float32 one while
+it is made, fits in ``cache_mb``) compute the whole matrix first, by one product: a row costs
+13 µs alone (six numpy calls on breast cancer's 569 rows), 1.7 µs in the product, so the matrix
+pays once SMO needs an eighth of the rows. Measured (solve time over row by row, C = 1, 10, 100):
+make_classification(300/800/1400, 20, flip_y=0.2) 0.62-0.92, breast cancer 0.83 at C = 1 but
+1.13-1.19 at C = 10 and 100, where the active sets finish with a fifth of the rows."""
 
 BATCHED_MIN_ROWS = 8000
 """Binary problems with at least this many rows use the batched working-set solver; smaller ones
@@ -126,6 +135,50 @@ def _rows_of(D: np.ndarray, rows: np.ndarray) -> Callable[..., None]:
     return block
 
 
+def _block_of(K: np.ndarray) -> Callable[..., None]:
+    """``block(idx, out, cols=None)`` writing K[idx][:, cols] (all columns for None)."""
+
+    def block(idx: np.ndarray, out: np.ndarray, cols: np.ndarray | None = None) -> None:
+        if cols is None:
+            np.take(K, idx, axis=0, out=out)
+        else:
+            out[...] = K.take(idx, axis=0).take(cols, axis=1)
+
+    return block
+
+
+def dense_applies(n: int, kernel: Any, cache_mb: float) -> bool:
+    """Whether a binary problem of n rows computes its whole kernel matrix first: a named kernel,
+    n ≤ ``DENSE_MAX_ROWS``, and 12 n² bytes (float64 matrix, float32 product) within cache_mb."""
+    return not callable(kernel) and n <= DENSE_MAX_ROWS and 12 * n * n <= cache_mb * 2**20
+
+
+def dense_kernel_matrix(
+    X: np.ndarray, kernel: Any, kw: dict[str, Any], empty: Empty = np.empty
+) -> np.ndarray:
+    """The float64 kernel matrix of X by one product. rbf: float32 product when
+    :func:`float32_blocks` allows (else float64, with a float32 exponential), values clipped at 1
+    and k(x, x) = 1 exactly, so K_it ≤ (K_ii + K_tt) / 2 holds for SMO's unfloored curvature.
+    ``empty`` makes the matrix (a ``workspace.workspace``'s, say)."""
+    n = X.shape[0]
+    K = empty((n, n))
+    with single_blas_thread():
+        if kernel == "rbf":
+            if float32_blocks(X, kernel, kw["gamma"]):
+                with workspace() as scratch:  # kept again as soon as K is made
+                    product = scratch((n, n), dtype=np.float32)
+                    block = kernel_block_function(X, kernel, **kw, dtype=np.float32)
+                    block(np.arange(n), product)
+                    np.minimum(product, 1.0, out=K)
+            else:
+                center, right = rbf_support_factor(X, kw["gamma"])
+                K[...] = exp_float32(rbf_product(X, center, right, kw["gamma"]))
+            np.fill_diagonal(K, 1.0)
+        else:
+            kernel_block_function(X, kernel, **kw, dtype=np.float64)(np.arange(n), K)
+    return K
+
+
 def float32_blocks(X: np.ndarray, kernel: Any, gamma: float) -> bool:
     """rbf kernel blocks may be computed in float32: the exponents' error bound
     (``kernels.float32_exponent_error``) is at most ``FLOAT32_EXPONENT_MAX_ERROR``."""
@@ -151,43 +204,71 @@ def solve_dual(
         dtype = np.float64 if rbf64 else np.float32
         block = kernel_block_function(X, kernel, **kw, dtype=dtype)
         return batched_smo_solve(block, diag, y_pm, C, dtype=dtype, **common)
-    row = kernel_row_function(X, kernel, **kw)
-    smo_args = {"floor_curvature": kernel != "rbf", **common}
+    with workspace() as empty:  # the kernel matrix and rows: buffers kept from the last solve
+        return _solve_small(X, y_pm, C, kernel, kw, diag, common, empty)
+
+
+def _solve_small(
+    X: np.ndarray,
+    y_pm: np.ndarray,
+    C: float,
+    kernel: Any,
+    kw: dict[str, Any],
+    diag: np.ndarray,
+    common: dict[str, Any],
+    empty: Empty,
+) -> SMOResult:
+    """:func:`solve_dual` below ``BATCHED_MIN_ROWS``: a dense kernel matrix or a row cache, SMO,
+    and the active sets after a probe."""
+    tol, max_iter, cache_mb = common["tol"], common["max_iter"], common["cache_mb"]
+    n = y_pm.size
+    cache: KernelRowCache | DenseKernelRows
+    block: Callable[..., None] | None = None
+    if dense_applies(n, kernel, cache_mb):
+        K = dense_kernel_matrix(X, kernel, kw, empty)
+        cache, block, dtype = DenseKernelRows(K), _block_of(K), np.float64
+    else:
+        cache = KernelRowCache(kernel_row_function(X, kernel, **kw), n, cache_mb, empty)
+    smo_args = {"floor_curvature": kernel != "rbf", "cache": cache, **common}
+    res = None
     if (
-        ACTIVE_SET_MIN_ROWS <= y_pm.size < ACTIVE_SET_MAX_ROWS
+        ACTIVE_SET_MIN_ROWS <= n < ACTIVE_SET_MAX_ROWS
         and X.shape[1] >= ACTIVE_SET_MIN_FEATURES
         and math.isfinite(C)
         and max_iter is None
         and kernel != "sigmoid"
     ):
         # SMO alone unless, after its first n // PROBE_FRACTION steps, the sets look ready
-        cache = KernelRowCache(row, y_pm.size, cache_mb)
-        hand_over = (
-            max(1, y_pm.size // PROBE_FRACTION),
-            functools.partial(_hand_over, X=X, C=C),
-        )
-        probe = smo_solve(row, diag, y_pm, C, cache=cache, stop_if=hand_over, **smo_args)
-        if probe.converged:
-            return probe
-        # rbf: float32 blocks (SIMD exponential) when their error bound allows
-        dtype = np.float32 if float32_blocks(X, kernel, kw["gamma"]) else np.float64
-        block = kernel_block_function(X, kernel, **kw, dtype=dtype)
-        res = active_set_solve(
-            block,
-            diag,
-            y_pm,
-            C,
-            tol=tol,
-            # one budget for both: the probe's rows stay alive for a resumed SMO
-            cache_mb=max(cache_mb - cache.nbytes / 2**20, 0.0),
-            block_dtype=dtype,
-            start=probe,
-        )
-        if res is not None:
-            res.n_iter += probe.n_iter
-            return res
-        return smo_solve(row, diag, y_pm, C, start=probe, cache=cache, **smo_args)
-    return smo_solve(row, diag, y_pm, C, **smo_args)
+        hand_over = (max(1, n // PROBE_FRACTION), functools.partial(_hand_over, X=X, C=C))
+        probe = smo_solve(None, diag, y_pm, C, stop_if=hand_over, **smo_args)
+        res = probe if probe.converged else None
+        if res is None:
+            if block is None:
+                # rbf: float32 blocks (SIMD exponential) when their error bound allows
+                dtype = np.float32 if float32_blocks(X, kernel, kw["gamma"]) else np.float64
+                block = kernel_block_function(X, kernel, **kw, dtype=dtype)
+            res = active_set_solve(
+                block,
+                diag,
+                y_pm,
+                C,
+                tol=tol,
+                # one budget for both: the probe's rows stay alive for a resumed SMO
+                cache_mb=max(cache_mb - cache.nbytes / 2**20, 0.0),
+                block_dtype=dtype,
+                start=probe,
+                empty=empty,
+            )
+            if res is not None:
+                res.n_iter += probe.n_iter
+                res.n_kernel_rows += probe.n_kernel_rows
+            else:
+                res = smo_solve(None, diag, y_pm, C, start=probe, **smo_args)
+    if res is None:
+        res = smo_solve(None, diag, y_pm, C, **smo_args)
+    if isinstance(cache, DenseKernelRows):
+        res.n_kernel_rows = n  # each row computed once, in the matrix
+    return res
 
 
 def lockstep_applies(n: int, n_problems: int, kernel: Any, C: float, cache_mb: float) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 
 from .bayesian_svm import BayesianSVM
 from .exceptions import BsvmValueError
+from .kernel_dual import DENSE_MAX_ROWS
 from .kernel_svm import KernelSVM
 from .lda import LDA
 from .linear_svm import LinearSVM
@@ -99,8 +100,10 @@ def estimate_artifact_bytes(estimator: Any, n_samples: int, n_features: int, n_c
 def estimate_fit_bytes(estimator: Any, n_samples: int, n_features: int, n_classes: int) -> int:
     """Rough peak memory of ``fit`` beyond the caller's X: the artifact plus working arrays.
 
-    Counts validated and standardised copies of X (3 n d float64), KernelSVM's kernel-row cache
-    (``cache_mb``, one binary problem at a time, float32 rows of at most n entries) and
+    Counts validated and standardised copies of X (3 n d float64), KernelSVM's kernel rows
+    (within ``cache_mb``, one binary problem at a time: float32 rows of at most n entries, or up
+    to ``DENSE_MAX_ROWS`` rows a float64 matrix, with kept rows and their gathering buffer of as
+    many, 24 n² bytes) and
     BayesianSVM's per-problem design matrices and per-chain draws before they are stacked.
     """
     _check_shape(n_samples, n_features, n_classes)
@@ -108,7 +111,8 @@ def estimate_fit_bytes(estimator: Any, n_samples: int, n_features: int, n_classe
     artifact = estimate_artifact_bytes(estimator, n, d, K)
     working = 3 * FLOAT * n * d
     if isinstance(estimator, KernelSVM):
-        working += min(int(float(estimator.cache_mb) * 2**20), 4 * n * n) + 4 * FLOAT * n
+        rows = 24 * n * n if n <= DENSE_MAX_ROWS else 4 * n * n
+        working += min(int(float(estimator.cache_mb) * 2**20), rows) + 4 * FLOAT * n
     if isinstance(estimator, BayesianSVM):
         P = 1 if K == 2 else K
         working += FLOAT * P * n * (d + 1) + artifact  # tasks, and chain outputs before stacking

@@ -31,12 +31,20 @@ class KernelRowCache:
         Number of training points.
     cache_mb : float
         Memory budget of the block in megabytes.
+    empty : callable
+        Makes the block (``np.empty``, or a ``workspace.workspace``'s).
     """
 
-    def __init__(self, compute: RowFunction, n: int, cache_mb: float) -> None:
+    def __init__(
+        self,
+        compute: RowFunction,
+        n: int,
+        cache_mb: float,
+        empty: Callable[..., np.ndarray] = np.empty,
+    ) -> None:
         self.compute = compute
         self.capacity = cache_capacity(n, cache_mb)
-        self.block = np.empty((self.capacity, n))
+        self.block = empty((self.capacity, n))
         self._slot_of = [-1] * n
         self._index_of = [-1] * self.capacity
         self._last_used = np.zeros(self.capacity, dtype=np.int64)
@@ -66,3 +74,25 @@ class KernelRowCache:
             self.n_computed += 1
         self._last_used[slot] = self._tick
         return self.block[slot]
+
+
+class DenseKernelRows:
+    """Every kernel row at hand: the rows of a full kernel matrix, with :class:`KernelRowCache`'s
+    interface (``row(i)``, ``n_computed``, ``nbytes``), for problems whose matrix fits the budget.
+
+    ``n_computed`` counts the matrix's n rows from the start, so a solver's count of the rows it
+    computed itself is 0.
+    """
+
+    def __init__(self, K: np.ndarray) -> None:
+        self.K = K
+        self.n_computed = K.shape[0]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the matrix."""
+        return self.K.nbytes
+
+    def row(self, i: int) -> np.ndarray:
+        """Return K(x_i, X), a view into the matrix."""
+        return self.K[i]

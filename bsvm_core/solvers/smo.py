@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg.blas import daxpy
 
-from .kernel_cache import KernelRowCache, RowFunction
+from .kernel_cache import DenseKernelRows, KernelRowCache, RowFunction
 
 TAU = 1e-12
 """Floor of the curvature a_ij; Fan, Chen & Lin (2005) section 4 (non-PSD kernels, e.g. sigmoid)."""
@@ -127,7 +127,7 @@ def pair_update(
 
 
 def smo_solve(
-    row: RowFunction,
+    row: RowFunction | None,
     diag: np.ndarray,
     y: np.ndarray,
     C: float,
@@ -136,15 +136,16 @@ def smo_solve(
     cache_mb: float = 200.0,
     floor_curvature: bool = True,
     start: SMOResult | None = None,
-    cache: KernelRowCache | None = None,
+    cache: KernelRowCache | DenseKernelRows | None = None,
     stop_if: tuple[int, Callable[[np.ndarray], bool]] | None = None,
 ) -> SMOResult:
     """Solve the C-SVC dual by SMO with WSS3 (Fan, Chen & Lin 2005, Algorithm 1 and eq. (3.3)).
 
     Parameters
     ----------
-    row : callable
+    row : callable or None
         ``row(i, out)`` writes K(x_i, X) into ``out``; rows are cached in a bounded LRU block.
+        None when ``cache`` is given (its rows are used).
     diag : ndarray of shape (n,)
         Kernel diagonal K_ii.
     y : ndarray of shape (n,)
@@ -164,7 +165,7 @@ def smo_solve(
     start : SMOResult or None
         Resume from its feasible ``alpha`` and ``grad`` (a run stopped by ``max_iter``) instead of
         α = 0; ``n_iter`` and ``n_kernel_rows`` then include its own.
-    cache : KernelRowCache or None
+    cache : KernelRowCache, DenseKernelRows or None
         A cache of ``row``'s rows to use (e.g. the stopped run's, to keep its rows) instead of a
         new one of ``cache_mb``.
     stop_if : (int, callable) or None
@@ -188,6 +189,8 @@ def smo_solve(
     hard = math.isinf(C)
     min_distance = -1.0  # hard margin: set from the data's spread at the first row
     if cache is None:
+        if row is None:
+            raise ValueError("smo_solve needs a row function or a cache.")
         cache = KernelRowCache(row, n, cache_mb)
     rows_before = cache.n_computed
 

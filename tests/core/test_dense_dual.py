@@ -1,0 +1,92 @@
+"""Small binary problems on a dense kernel matrix: exact optimum (interior point), the row path,
+the matrix itself, and when the path is taken."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer, make_classification
+from sklearn.metrics.pairwise import rbf_kernel
+from sklearn.preprocessing import StandardScaler
+
+from bsvm_core import kernel_dual
+from bsvm_core.kernels import kernel_matrix
+
+from .test_smo import clarabel_dual
+
+KW = {
+    "rbf": {"gamma": 0.05, "degree": 3, "coef0": 0.0},
+    "linear": {"gamma": 1.0, "degree": 3, "coef0": 0.0},
+    "poly": {"gamma": 0.1, "degree": 2, "coef0": 1.0},
+    "sigmoid": {"gamma": 0.01, "degree": 3, "coef0": 0.0},
+}
+
+
+def data(n: int = 240, d: int = 10, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    X, y = make_classification(n, d, n_informative=6, flip_y=0.1, random_state=seed)
+    return StandardScaler().fit_transform(X), np.where(y == 1, 1.0, -1.0)
+
+
+def solve(X, y, kernel, C, max_iter=None, cache_mb=200.0):
+    return kernel_dual.solve_dual(X, y, C, kernel, KW[kernel], 1e-3, max_iter, cache_mb)
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "linear", "poly", "sigmoid"])
+@pytest.mark.parametrize("C", [1.0, 10.0])
+def test_dense_path_reaches_the_exact_optimum_and_the_row_path(monkeypatch, kernel, C) -> None:
+    X, y = data()
+    dense = solve(X, y, kernel, C)
+    assert dense.converged and dense.n_kernel_rows == y.size  # the matrix was made
+    with monkeypatch.context() as m:
+        m.setattr(kernel_dual, "DENSE_MAX_ROWS", 0)
+        rows = solve(X, y, kernel, C)
+    assert rows.n_kernel_rows < y.size or kernel == "sigmoid"
+    K = kernel_matrix(X, X, kernel, **KW[kernel])
+    if kernel != "sigmoid":  # the sigmoid Gram matrix is indefinite: no convex reference
+        exact = clarabel_dual(K, y, C)
+        assert dense.objective == pytest.approx(exact, rel=1e-3)
+    assert dense.objective == pytest.approx(rows.objective, rel=1e-4)
+    alpha = dense.alpha
+    assert abs(float(y @ alpha)) < 1e-8 and alpha.min() >= 0.0 and alpha.max() <= C
+    # the reported objective is the problem's, recomputed with the float64 Gram matrix
+    Q = (y[:, None] * y[None, :]) * K
+    assert 0.5 * alpha @ Q @ alpha - alpha.sum() == pytest.approx(dense.objective, rel=1e-5)
+
+
+def test_dense_path_with_max_iter_stops_there() -> None:
+    X, y = data()
+    res = solve(X, y, "rbf", 10.0, max_iter=5)
+    assert not res.converged and res.n_iter == 5
+
+
+@pytest.mark.parametrize("shift", [0.0, 1e4])
+def test_dense_rbf_matrix_is_the_kernel_with_an_exact_diagonal(shift) -> None:
+    X = load_breast_cancer().data[:300]
+    X = StandardScaler().fit_transform(X) + shift  # far from the origin: centring keeps it exact
+    gamma = 1.0 / (X.shape[1] * X.var())
+    for gamma_used in (gamma, 50 * gamma):  # the second one fails the float32 bound
+        K = kernel_dual.dense_kernel_matrix(X, "rbf", {"gamma": gamma_used})
+        np.testing.assert_array_equal(np.diag(K), 1.0)
+        assert K.max() <= 1.0
+        np.testing.assert_allclose(K, rbf_kernel(X, gamma=gamma_used), atol=1e-5)
+
+
+@pytest.mark.parametrize("kernel", ["linear", "poly", "sigmoid"])
+def test_dense_matrix_of_other_kernels_is_float64_exact(kernel) -> None:
+    X, _ = data(60)
+    K = kernel_dual.dense_kernel_matrix(X, kernel, KW[kernel])
+    np.testing.assert_allclose(K, kernel_matrix(X, X, kernel, **KW[kernel]), rtol=1e-12)
+
+
+def test_when_the_dense_path_applies() -> None:
+    n = kernel_dual.DENSE_MAX_ROWS
+    assert kernel_dual.dense_applies(n, "rbf", 200.0)
+    assert not kernel_dual.dense_applies(n + 1, "rbf", 200.0)
+    assert not kernel_dual.dense_applies(n, "rbf", 12 * n * n / 2**20 - 1)  # over the budget
+    assert not kernel_dual.dense_applies(10, lambda a, b: a @ b.T, 200.0)
+
+
+def test_small_cache_takes_the_row_path() -> None:
+    X, y = data(400)
+    res = solve(X, y, "rbf", 1.0, cache_mb=1.0)  # 12 n² bytes = 1.8 MB > 1 MB
+    assert res.converged and res.n_kernel_rows < y.size
