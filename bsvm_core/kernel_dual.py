@@ -26,8 +26,8 @@ from .rbf_scoring import exp_float32, rbf_product, rbf_support_factor
 from .solvers.active_set import active_set_solve
 from .solvers.batched_smo import batched_smo_solve
 from .solvers.kernel_cache import DenseKernelRows, KernelRowCache
-from .solvers.lockstep_smo import LockstepResult, distance_matrix, lockstep_smo
-from .solvers.smo import SMOResult, default_max_iter, dual_objective, intercept_rule, smo_solve
+from .solvers.lockstep_smo import LockstepResult, lockstep_smo
+from .solvers.smo import TAU, SMOResult, default_max_iter, dual_objective, intercept_rule, smo_solve
 from .workspace import Empty, workspace
 
 ACTIVE_SET_MAX_ROWS = 1500
@@ -80,8 +80,9 @@ LOCKSTEP_PROBE_FRACTION = 4
 """Lockstep problems take n // this many steps before the active-set hand-over test: a lockstep
 step costs a few µs per problem, a third of a lone SMO step, so the probe runs longer."""
 
-LOCKSTEP_BLOCK_ROWS = 512
-"""Rows of the lockstep kernel matrix computed per product (bounds the temporaries)."""
+SYMMETRIC_BLOCK_ROWS = 256
+"""Rows of a dense kernel matrix computed per product (:func:`rbf_symmetric_fill`): bounds the
+float32 scratch at 256 n entries."""
 
 FLOAT32_EXPONENT_MAX_ERROR = 1e-3
 """rbf kernel blocks are products in float32 (twice as fast) only when the exponents' error bound
@@ -153,6 +154,40 @@ def dense_applies(n: int, kernel: Any, cache_mb: float) -> bool:
     return not callable(kernel) and n <= DENSE_MAX_ROWS and 12 * n * n <= cache_mb * 2**20
 
 
+def rbf_symmetric_fill(
+    X: np.ndarray,
+    gamma: float,
+    M: np.ndarray,
+    finish: Callable[[np.ndarray, np.ndarray], None],
+    block_rows: int = SYMMETRIC_BLOCK_ROWS,
+) -> None:
+    """Fill the symmetric n × n M with finish(K-block, M-block) of the rbf kernel K, computing only
+    the upper triangle: row block [r0, r1) against columns r0.. by one product (float32 when
+    :func:`float32_blocks` allows, else float64 exponents with a float32 exponential), finished
+    into M, then mirrored into the rows below. Half the products and exponentials of a full fill."""
+    n = X.shape[0]
+    if float32_blocks(X, "rbf", gamma):
+        block32 = kernel_block_function(X, "rbf", gamma=gamma, dtype=np.float32)
+
+        def upper(r0: int, r1: int, out: np.ndarray) -> None:
+            block32(np.arange(r0, r1), out, np.arange(r0, n))
+
+    else:
+        center, right = rbf_support_factor(X, gamma)
+
+        def upper(r0: int, r1: int, out: np.ndarray) -> None:
+            out[...] = exp_float32(rbf_product(X[r0:r1], center, right[:, r0:], gamma))
+
+    with workspace() as scratch_of, single_blas_thread():
+        scratch = scratch_of(min(block_rows, n) * n, dtype=np.float32)
+        for r0 in range(0, n, block_rows):
+            r1 = min(r0 + block_rows, n)
+            E = scratch[: (r1 - r0) * (n - r0)].reshape(r1 - r0, n - r0)  # contiguous: a GEMM out
+            upper(r0, r1, E)
+            finish(E, M[r0:r1, r0:])
+            M[r1:, r0:r1] = M[r0:r1, r1:].T
+
+
 def dense_kernel_matrix(
     X: np.ndarray, kernel: Any, kw: dict[str, Any], empty: Empty = np.empty
 ) -> np.ndarray:
@@ -162,20 +197,12 @@ def dense_kernel_matrix(
     ``empty`` makes the matrix (a ``workspace.workspace``'s, say)."""
     n = X.shape[0]
     K = empty((n, n))
+    if kernel == "rbf":
+        rbf_symmetric_fill(X, kw["gamma"], K, lambda E, out: np.minimum(E, 1.0, out=out))
+        np.fill_diagonal(K, 1.0)
+        return K
     with single_blas_thread():
-        if kernel == "rbf":
-            if float32_blocks(X, kernel, kw["gamma"]):
-                with workspace() as scratch:  # kept again as soon as K is made
-                    product = scratch((n, n), dtype=np.float32)
-                    block = kernel_block_function(X, kernel, **kw, dtype=np.float32)
-                    block(np.arange(n), product)
-                    np.minimum(product, 1.0, out=K)
-            else:
-                center, right = rbf_support_factor(X, kw["gamma"])
-                K[...] = exp_float32(rbf_product(X, center, right, kw["gamma"]))
-            np.fill_diagonal(K, 1.0)
-        else:
-            kernel_block_function(X, kernel, **kw, dtype=np.float64)(np.arange(n), K)
+        kernel_block_function(X, kernel, **kw, dtype=np.float64)(np.arange(n), K)
     return K
 
 
@@ -284,24 +311,14 @@ def lockstep_applies(n: int, n_problems: int, kernel: Any, C: float, cache_mb: f
     )
 
 
-def rbf_distance_matrix(X: np.ndarray, gamma: float) -> np.ndarray:
-    """D = 1 − K of the rbf kernel over all rows (float32, k(x, x) = 1 exactly), in row blocks."""
+def rbf_distance_matrix(X: np.ndarray, gamma: float, empty: Empty = np.empty) -> np.ndarray:
+    """D = 1 − K of the rbf kernel over all rows (float32, k(x, x) = 1 exactly), in row blocks;
+    ``empty`` makes it (a ``workspace.workspace``'s, say)."""
     n = X.shape[0]
-    D = np.empty((n, n), dtype=np.float32)
-    if float32_blocks(X, "rbf", gamma):
-        block = kernel_block_function(X, "rbf", gamma=gamma, dtype=np.float32)
-    else:  # float64 exponents, float32 exponential (rbf_scoring's bound)
-        center, right = rbf_support_factor(X, gamma)
-
-        def block(idx: np.ndarray, out: np.ndarray) -> None:
-            out[...] = exp_float32(rbf_product(X[idx], center, right, gamma))
-
-    with single_blas_thread():
-        for start in range(0, n, LOCKSTEP_BLOCK_ROWS):
-            rows = np.arange(start, min(start + LOCKSTEP_BLOCK_ROWS, n))
-            block(rows, D[start : rows[-1] + 1])
-    np.fill_diagonal(D, 1.0)  # k(x, x) = 1 exactly, whatever the exponent's rounding
-    return distance_matrix(D)
+    D = empty((n, n), dtype=np.float32)
+    rbf_symmetric_fill(X, gamma, D, lambda E, out: np.subtract(np.float32(1.0), E, out=out))
+    np.fill_diagonal(D, 0.0)  # k(x, x) = 1 exactly, whatever the exponent's rounding
+    return np.maximum(D, np.float32(0.5 * TAU), out=D)  # a_ij = 2 D_ij ≥ τ
 
 
 def solve_in_lockstep(
@@ -314,7 +331,19 @@ def solve_in_lockstep(
 ) -> list[SMOResult]:
     """Every (row mask, ±1 targets) problem's dual by lockstep SMO over one rbf matrix; as one at
     a time, a probe (n // ``LOCKSTEP_PROBE_FRACTION`` steps) may hand over to active sets."""
-    D = rbf_distance_matrix(X, gamma)
+    with workspace() as empty:  # D: a buffer kept from the last fit (no fresh pages to touch)
+        return _lockstep_fit(X, problems, C, tol, cache_mb, rbf_distance_matrix(X, gamma, empty))
+
+
+def _lockstep_fit(
+    X: np.ndarray,
+    problems: list[tuple[np.ndarray, np.ndarray]],
+    C: float,
+    tol: float,
+    cache_mb: float,
+    D: np.ndarray,
+) -> list[SMOResult]:
+    """:func:`solve_in_lockstep` over the distance matrix D."""
     rows = [np.flatnonzero(mask) for mask, _ in problems]
     jobs = [(r, y_pm) for r, (_, y_pm) in zip(rows, problems, strict=True)]
     probe_steps = [
@@ -333,15 +362,17 @@ def solve_in_lockstep(
         if sol.converged:
             continue
         if sol.n_iter >= probe_steps[p] and full_rank and _mostly_free(sol.alpha, C):
-            res = active_set_solve(
-                _rows_of(D, rows[p]),
-                np.ones(rows[p].size),
-                jobs[p][1],
-                C,
-                tol=tol,
-                cache_mb=budget,
-                start=SMOResult(sol.alpha, 0.0, 0.0, sol.n_iter, False, 0, sol.grad),
-            )
+            with workspace() as empty:  # each problem's rows: the last one's buffers
+                res = active_set_solve(
+                    _rows_of(D, rows[p]),
+                    np.ones(rows[p].size),
+                    jobs[p][1],
+                    C,
+                    tol=tol,
+                    cache_mb=budget,
+                    start=SMOResult(sol.alpha, 0.0, 0.0, sol.n_iter, False, 0, sol.grad),
+                    empty=empty,
+                )
             if res is not None:
                 res.n_iter += sol.n_iter
                 by_active_set[p] = res
@@ -353,7 +384,6 @@ def solve_in_lockstep(
         )
         for p, sol in zip(resume, rest, strict=True):
             solved[p] = sol
-    del D
     return [
         by_active_set.get(p)
         or SMOResult(

@@ -90,3 +90,25 @@ def test_small_cache_takes_the_row_path() -> None:
     X, y = data(400)
     res = solve(X, y, "rbf", 1.0, cache_mb=1.0)  # 12 n² bytes = 1.8 MB > 1 MB
     assert res.converged and res.n_kernel_rows < y.size
+
+
+@pytest.mark.parametrize("block_rows", [1, 7, 64, 1000])
+@pytest.mark.parametrize("gamma_factor", [1.0, 50.0])  # 50: float64 exponents (float32 bound)
+def test_symmetric_fill_is_the_full_matrix(block_rows, gamma_factor) -> None:
+    X = StandardScaler().fit_transform(load_breast_cancer().data[:150]) + 1e3
+    gamma = gamma_factor / (X.shape[1] * X.var())
+    M = np.full((150, 150), np.nan)
+    kernel_dual.rbf_symmetric_fill(
+        X, gamma, M, lambda E, out: np.copyto(out, E), block_rows=block_rows
+    )
+    assert np.isfinite(M).all()  # every entry written (upper triangle, or mirrored)
+    np.testing.assert_allclose(M, rbf_kernel(X, gamma=gamma), atol=2e-5)
+
+
+def test_lockstep_distance_matrix_is_one_minus_the_kernel() -> None:
+    X = StandardScaler().fit_transform(load_breast_cancer().data[:200])
+    gamma = 1.0 / (X.shape[1] * X.var())
+    D = kernel_dual.rbf_distance_matrix(X, gamma)
+    assert D.dtype == np.float32
+    np.testing.assert_array_equal(np.diag(D), np.float32(0.5e-12))  # k(x, x) = 1: D = τ/2
+    np.testing.assert_allclose(D, np.maximum(1.0 - rbf_kernel(X, gamma=gamma), 0.5e-12), atol=1e-5)
