@@ -129,6 +129,8 @@ class SVMClassifierBase(ClassifierMixin, BaseEstimator):
 
         def jobs() -> Iterator[Any]:  # lazy: one problem's rows are copied at a time
             for (mask, y_pm, seed), problem_folds in zip(problems, folds, strict=True):
+                if joint is not None and not problem_folds:
+                    continue
                 Xp = X if mask.all() else X[mask]  # one-vs-rest and binary: no copy
                 if joint is None:
                     yield delayed(self._fit_binary)(Xp, y_pm, seed)

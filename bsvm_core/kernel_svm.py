@@ -251,9 +251,15 @@ class KernelSVM(SVMClassifierBase):
         return self._binary_model(X, y_pm, res, C)
 
     def _binary_model(
-        self, X: np.ndarray, y_pm: np.ndarray, res: SMOResult, C: float
+        self,
+        X: np.ndarray,
+        y_pm: np.ndarray,
+        res: SMOResult,
+        C: float,
+        rows: np.ndarray | None = None,
     ) -> BinaryKernelModel:
-        """The fitted binary model of a dual solution; warns or raises when it did not converge."""
+        """The fitted binary model of a dual solution; warns or raises when it did not converge.
+        ``rows``: the problem's rows of X (None: all of them)."""
         if not res.converged:
             if math.isinf(C):
                 raise NotSeparableError(
@@ -273,7 +279,7 @@ class KernelSVM(SVMClassifierBase):
         support = np.flatnonzero(res.alpha > 0.0)
         return BinaryKernelModel(
             support=support,
-            support_vectors=X[support],
+            support_vectors=X[support if rows is None else rows[support]],
             coef=res.alpha[support] * y_pm[support],
             intercept=res.intercept,
             objective=res.objective,
@@ -297,7 +303,7 @@ class KernelSVM(SVMClassifierBase):
             X, problems, C, self._gamma, float(self.tol), float(self.cache_mb)
         )
         return [
-            self._binary_model(X[mask], y_pm, res, C)
+            self._binary_model(X, y_pm, res, C, rows=np.flatnonzero(mask))
             for (mask, y_pm), res in zip(problems, solved, strict=True)
         ]
 

@@ -17,7 +17,8 @@ strategy as a semismooth Newton method" (SIAM J. Optim. 13(3)), applied to SVMs 
    problems whose Q is far from an M-matrix (still seen on 3-feature toy problems: then SMO runs).
 
 It stops when no set changes; the result then meets SMO's stopping rule m(α) − M(α) < tol, which is
-checked on gradients computed afresh. The first F is ``SEED_PER_CLASS`` points of each class.
+checked on the last round's gradients (from the kernel rows at the final α_F; the sum over U is
+kept exactly as rows enter and leave). The first F is ``SEED_PER_CLASS`` points of each class.
 Only kernel rows of points that ever enter F ∪ U are computed, in one block per round, and kept
 (float64) within ``cache_mb``.
 
@@ -237,7 +238,7 @@ def active_set_solve(
             undo = np.setdiff1d(changed, keep, assume_unique=True)
             new_state[undo] = state[undo]
         if np.array_equal(new_state, state):
-            return _finish(store, state, alpha_F, y, C, tol, rounds)
+            return _finish(store, state, alpha_F, f, y, C, tol, rounds)
         new_upper = np.flatnonzero(new_state == 2)
         joined = new_upper[state[new_upper] != 2]
         left = upper[new_state[upper] != 2]
@@ -255,16 +256,17 @@ def _finish(
     store: KernelRowStore,
     state: np.ndarray,
     alpha_F: np.ndarray,
+    f: np.ndarray,
     y: np.ndarray,
     C: float,
     tol: float,
     n_iter: int,
 ) -> SMOResult | None:
-    """The result at the final sets, with gradients computed afresh; None if they fail the test."""
+    """The result at the final sets; None if they fail SMO's stopping test. ``f`` are the decision
+    values (no intercept) of the last round, Σ_F y α K + Σ_U C y K: the free part from the kernel
+    rows at this α_F, the bounded part kept as the exact sum of the rows that entered and left U."""
     alpha = np.where(state == 2, C, 0.0)
     alpha[state == 1] = alpha_F
-    support = np.flatnonzero(alpha)
-    f = (y[support] * alpha[support]) @ store.gather(support)
     grad_F = y - f  # F = −y∘∇f with ∇f = y∘f − e
     if not kkt_gap(alpha, grad_F, y, C) < tol:
         return None
