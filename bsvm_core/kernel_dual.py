@@ -136,14 +136,17 @@ def _rows_of(D: np.ndarray, rows: np.ndarray) -> Callable[..., None]:
     return block
 
 
-def _block_of(K: np.ndarray) -> Callable[..., None]:
-    """``block(idx, out, cols=None)`` writing K[idx][:, cols] (all columns for None)."""
+def _block_of(M: np.ndarray, distances: bool) -> Callable[..., None]:
+    """``block(idx, out, cols=None)`` writing K[idx][:, cols] (all columns for None) from the
+    kernel matrix M, or from M = 1 − K with ``distances``."""
 
     def block(idx: np.ndarray, out: np.ndarray, cols: np.ndarray | None = None) -> None:
         if cols is None:
-            np.take(K, idx, axis=0, out=out)
+            np.take(M, idx, axis=0, out=out)
         else:
-            out[...] = K.take(idx, axis=0).take(cols, axis=1)
+            out[...] = M.take(idx, axis=0).take(cols, axis=1)
+        if distances:
+            np.subtract(1.0, out, out=out)
 
     return block
 
@@ -191,19 +194,24 @@ def rbf_symmetric_fill(
 def dense_kernel_matrix(
     X: np.ndarray, kernel: Any, kw: dict[str, Any], empty: Empty = np.empty
 ) -> np.ndarray:
-    """The float64 kernel matrix of X by one product. rbf: float32 product when
-    :func:`float32_blocks` allows (else float64, with a float32 exponential), values clipped at 1
-    and k(x, x) = 1 exactly, so K_it ≤ (K_ii + K_tt) / 2 holds for SMO's unfloored curvature.
-    ``empty`` makes the matrix (a ``workspace.workspace``'s, say)."""
+    """The float64 kernel matrix of X by one product; rbf gives D = max(1 − K, τ/2) instead (k(x, x)
+    = 1: D_ii = τ/2 exactly), SMO's half curvatures (``DenseKernelRows`` with distances), by
+    :func:`rbf_symmetric_fill`. ``empty`` makes the matrix (a ``workspace.workspace``'s, say)."""
     n = X.shape[0]
-    K = empty((n, n))
+    M = empty((n, n))
     if kernel == "rbf":
-        rbf_symmetric_fill(X, kw["gamma"], K, lambda E, out: np.minimum(E, 1.0, out=out))
-        np.fill_diagonal(K, 1.0)
-        return K
+        rbf_symmetric_fill(X, kw["gamma"], M, _distances_into)
+        np.fill_diagonal(M, 0.5 * TAU)
+        return M
     with single_blas_thread():
-        kernel_block_function(X, kernel, **kw, dtype=np.float64)(np.arange(n), K)
-    return K
+        kernel_block_function(X, kernel, **kw, dtype=np.float64)(np.arange(n), M)
+    return M
+
+
+def _distances_into(E: np.ndarray, out: np.ndarray) -> None:
+    """out = max(1 − E, τ/2) for a block E of kernel values."""
+    np.subtract(1.0, E, out=out)
+    np.maximum(out, 0.5 * TAU, out=out)
 
 
 def float32_blocks(X: np.ndarray, kernel: Any, gamma: float) -> bool:
@@ -252,8 +260,9 @@ def _solve_small(
     cache: KernelRowCache | DenseKernelRows
     block: Callable[..., None] | None = None
     if dense_applies(n, kernel, cache_mb):
-        K = dense_kernel_matrix(X, kernel, kw, empty)
-        cache, block, dtype = DenseKernelRows(K), _block_of(K), np.float64
+        rbf = kernel == "rbf"  # the matrix holds D = 1 − K
+        M = dense_kernel_matrix(X, kernel, kw, empty)
+        cache, block, dtype = DenseKernelRows(M, distances=rbf), _block_of(M, rbf), np.float64
     else:
         cache = KernelRowCache(kernel_row_function(X, kernel, **kw), n, cache_mb, empty)
     smo_args = {"floor_curvature": kernel != "rbf", "cache": cache, **common}

@@ -81,11 +81,13 @@ class DenseKernelRows:
     interface (``row(i)``, ``n_computed``, ``nbytes``), for problems whose matrix fits the budget.
 
     ``n_computed`` counts the matrix's n rows from the start, so a solver's count of the rows it
-    computed itself is 0.
+    computed itself is 0. With ``distances``, the matrix is D = max(1 − K, τ/2) of a kernel with
+    K_ii = 1 (rbf): each row is then half the curvatures a_it / 2 that SMO needs.
     """
 
-    def __init__(self, K: np.ndarray) -> None:
+    def __init__(self, K: np.ndarray, distances: bool = False) -> None:
         self.K = K
+        self.distances = distances
         self.n_computed = K.shape[0]
 
     @property

@@ -167,7 +167,7 @@ def smo_solve(
         α = 0; ``n_iter`` and ``n_kernel_rows`` then include its own.
     cache : KernelRowCache, DenseKernelRows or None
         A cache of ``row``'s rows to use (e.g. the stopped run's, to keep its rows) instead of a
-        new one of ``cache_mb``.
+        new one of ``cache_mb``. A ``DenseKernelRows`` of distances (rbf) holds D = 1 − K.
     stop_if : (int, callable) or None
         ``(k, test)``: after k steps, stop (unconverged) when ``test(α)`` is true, else go on.
 
@@ -218,6 +218,11 @@ def smo_solve(
         half_diag = half_diag + half_tau
         half_d0 += half_tau
     get_row = cache.row
+    # rows of curvatures D_it = 1 − K_it (rbf, K_ii = 1): a row is a_it / 2 itself, and
+    # F += c K_t = F + c − c D_t keeps the common shift Σc aside (WSS and the pair update only use
+    # differences of F): one numpy call less a step
+    distances = getattr(cache, "distances", False)
+    shift = 0.0
 
     buf = np.empty(n)
     score = np.empty(n)
@@ -235,7 +240,9 @@ def smo_solve(
         np.subtract(g_max, F, score)
         score -= low_pen
         # half curvature a_it / 2 = (K_ii + K_tt) / 2 − K_it, floored at tau / 2
-        if const_diag:
+        if distances:
+            curv = K_i  # D_it ≥ tau / 2, read only
+        elif const_diag:
             np.subtract(half_d0 + 0.5 * diag_l[i], K_i, curv)
         else:
             np.subtract(half_diag, K_i, curv)
@@ -243,7 +250,7 @@ def smo_solve(
         if hard and min_distance < 0.0:
             # spread = max_t ‖φ(x_t) − φ(x_i)‖, within a factor 2 of the feature-space diameter
             min_distance = MIN_RELATIVE_MARGIN * math.sqrt(max(2.0 * float(curv.max()), 0.0))
-        if floor_curvature:
+        if floor_curvature and not distances:
             np.maximum(curv, half_tau, out=curv)
         # j = argmax b_t² / a_it over violating t (WSS3)
         np.maximum(score, 0.0, out=buf)
@@ -263,8 +270,14 @@ def smo_solve(
         a_i, a_j = pair_update(a_i_old, a_j_old, y_i, y_j, F_i - F_j, a_ij, C)
         alpha[i] = a_i
         alpha[j] = a_j
-        daxpy(K_i, F, a=-y_i * (a_i - a_i_old))
-        daxpy(K_j, F, a=-y_j * (a_j - a_j_old))
+        c_i, c_j = -y_i * (a_i - a_i_old), -y_j * (a_j - a_j_old)
+        if distances:
+            daxpy(K_i, F, a=-c_i)
+            daxpy(K_j, F, a=-c_j)
+            shift += c_i + c_j
+        else:
+            daxpy(K_i, F, a=c_i)
+            daxpy(K_j, F, a=c_j)
         # membership of I_up / I_low for the two changed coordinates
         if y_i > 0:
             up_pen[i] = -inf if a_i >= C else 0.0
@@ -282,7 +295,7 @@ def smo_solve(
         if n_iter == stop_at and stop_if is not None and stop_if[1](np.array(alpha)):
             break
         if hard and n_iter % DIVERGENCE_CHECK_EVERY == 0:
-            distance = hull_distance_bound(np.array(alpha), F, y)
+            distance = hull_distance_bound(np.array(alpha), F + shift, y)
             if distance < min_distance:
                 raise DualDivergence(
                     f"after {n_iter} iterations the distance between the convex hulls of the two "
@@ -291,6 +304,7 @@ def smo_solve(
                 )
 
     alpha = np.array(alpha)
+    F += shift
     before = (start.n_iter, start.n_kernel_rows) if start is not None else (0, 0)
     return SMOResult(
         alpha=alpha,

@@ -60,15 +60,16 @@ def test_dense_path_with_max_iter_stops_there() -> None:
 
 
 @pytest.mark.parametrize("shift", [0.0, 1e4])
-def test_dense_rbf_matrix_is_the_kernel_with_an_exact_diagonal(shift) -> None:
+def test_dense_rbf_matrix_is_one_minus_the_kernel_with_an_exact_diagonal(shift) -> None:
     X = load_breast_cancer().data[:300]
     X = StandardScaler().fit_transform(X) + shift  # far from the origin: centring keeps it exact
     gamma = 1.0 / (X.shape[1] * X.var())
     for gamma_used in (gamma, 50 * gamma):  # the second one fails the float32 bound
-        K = kernel_dual.dense_kernel_matrix(X, "rbf", {"gamma": gamma_used})
-        np.testing.assert_array_equal(np.diag(K), 1.0)
-        assert K.max() <= 1.0
-        np.testing.assert_allclose(K, rbf_kernel(X, gamma=gamma_used), atol=1e-5)
+        D = kernel_dual.dense_kernel_matrix(X, "rbf", {"gamma": gamma_used})
+        assert D.dtype == np.float64
+        np.testing.assert_array_equal(np.diag(D), 0.5e-12)  # k(x, x) = 1 exactly
+        assert D.min() >= 0.5e-12  # half curvatures: never below tau / 2
+        np.testing.assert_allclose(1.0 - D, rbf_kernel(X, gamma=gamma_used), atol=1e-5)
 
 
 @pytest.mark.parametrize("kernel", ["linear", "poly", "sigmoid"])
@@ -112,3 +113,29 @@ def test_lockstep_distance_matrix_is_one_minus_the_kernel() -> None:
     assert D.dtype == np.float32
     np.testing.assert_array_equal(np.diag(D), np.float32(0.5e-12))  # k(x, x) = 1: D = τ/2
     np.testing.assert_allclose(D, np.maximum(1.0 - rbf_kernel(X, gamma=gamma), 0.5e-12), atol=1e-5)
+
+
+@pytest.mark.parametrize("C", [1.0, 10.0, np.inf])
+def test_smo_on_distances_takes_the_steps_of_smo_on_the_kernel(C) -> None:
+    """D = 1 − K rows (the gradient's common shift kept aside) give the same α as K rows."""
+    from bsvm_core.solvers.kernel_cache import DenseKernelRows
+    from bsvm_core.solvers.smo import smo_solve
+
+    X, y = data(200)
+    if np.isinf(C):  # separable in feature space: a large gamma
+        KW_hard = {"gamma": 2.0}
+        D = kernel_dual.dense_kernel_matrix(X, "rbf", KW_hard)
+    else:
+        D = kernel_dual.dense_kernel_matrix(X, "rbf", KW["rbf"])
+    K = 1.0 - D
+    np.fill_diagonal(K, 1.0)
+    ones = np.ones(y.size)
+    on_d = smo_solve(
+        None, ones, y, C, cache=DenseKernelRows(D, distances=True), floor_curvature=False
+    )
+    on_k = smo_solve(None, ones, y, C, cache=DenseKernelRows(K), floor_curvature=False)
+    assert on_d.n_iter == on_k.n_iter
+    np.testing.assert_allclose(on_d.alpha, on_k.alpha, atol=1e-9)
+    np.testing.assert_allclose(on_d.grad, on_k.grad, atol=1e-9)  # the shift added back
+    assert on_d.intercept == pytest.approx(on_k.intercept, abs=1e-9)
+    assert on_d.objective == pytest.approx(on_k.objective, rel=1e-10)
