@@ -122,13 +122,13 @@ def kernel_diagonal(
         return np.array(
             [kernel_matrix(X[i : i + 1], X[i : i + 1], kernel)[0, 0] for i in range(len(X))]
         )
+    if kernel == "rbf":
+        return np.ones(X.shape[0])
     sq = np.einsum("ij,ij->i", X, X)
     if kernel == "linear":
         return sq
     if kernel == "poly":
         return (gamma * sq + coef0) ** degree
-    if kernel == "rbf":
-        return np.ones(X.shape[0])
     if kernel == "sigmoid":
         return np.tanh(gamma * sq + coef0)
     raise ValueError(f"kernel must be one of {KERNELS} or a callable, got {kernel!r}.")
@@ -201,7 +201,8 @@ def float32_exponent_error(X: np.ndarray, gamma: float) -> float:
     """Bound on the error of the float32 rbf exponents of :func:`kernel_block_function`,
     (d + 4) 2⁻²⁴ γ (2 max‖x − x̄‖)² (Higham 2002, eq. 3.5, over the d + 2 terms of each product and
     the rounding of its inputs); the kernel's relative error is at most about as large."""
-    centred_sq = np.einsum("ij,ij->i", X - X.mean(axis=0), X - X.mean(axis=0))
+    centred = X - X.mean(axis=0)
+    centred_sq = np.einsum("ij,ij->i", centred, centred)
     return (X.shape[1] + 4) * 2.0**-24 * gamma * 4.0 * float(centred_sq.max(initial=0.0))
 
 
