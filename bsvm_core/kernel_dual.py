@@ -55,13 +55,14 @@ the rounds. Fit time over SMO alone, breast cancer / digits / make_classificatio
 flip_y=0.2) at C = 1, 10, 100: n // 6 1.01-0.97-1.00, 0.87-0.88-0.69, 0.55-0.87-0.56; n // 12
 1.00-0.92-1.02, 0.76-0.78-0.67, 0.46-0.79-0.53; n // 24 loses digits at C = 1 (1.00)."""
 
-DENSE_MAX_ROWS = 1500
-"""Binary problems up to this many rows (and whose float64 kernel matrix, with a float32 one while
-it is made, fits in ``cache_mb``) compute the whole matrix first, by one product: a row costs
-13 µs alone (six numpy calls on breast cancer's 569 rows), 1.7 µs in the product, so the matrix
-pays once SMO needs an eighth of the rows. Measured (solve time over row by row, C = 1, 10, 100):
-make_classification(300/800/1400, 20, flip_y=0.2) 0.62-0.92, breast cancer 0.83 at C = 1 but
-1.13-1.19 at C = 10 and 100, where the active sets finish with a fifth of the rows."""
+DENSE_MAX_ROWS = 3000
+"""Binary problems up to this many rows (whose float64 matrix fits in ``cache_mb``) compute the
+whole kernel matrix first, upper triangle by row-block products (:func:`rbf_symmetric_fill`): a
+row alone costs 13 µs (six numpy calls on breast cancer's 569 rows), 2 µs in the products, and
+SMO reads rows without a cache's bookkeeping. Fit time over row by row, C = 1, 10, 100 (with the
+workspace, same session): breast cancer 0.69-0.75, wine 0.74-0.77, moons(400) 0.67-0.83,
+make_classification(300/800/1400, 20, flip_y=0.2) 0.60-1.00; at 2,000 and 3,000 rows 0.64-0.92;
+at 5,000 0.76-1.26 (the 200 MB matrix costs more than easy problems' rows), so not there."""
 
 BATCHED_MIN_ROWS = 8000
 """Binary problems with at least this many rows use the batched working-set solver; smaller ones
@@ -153,8 +154,8 @@ def _block_of(M: np.ndarray, distances: bool) -> Callable[..., None]:
 
 def dense_applies(n: int, kernel: Any, cache_mb: float) -> bool:
     """Whether a binary problem of n rows computes its whole kernel matrix first: a named kernel,
-    n ≤ ``DENSE_MAX_ROWS``, and 12 n² bytes (float64 matrix, float32 product) within cache_mb."""
-    return not callable(kernel) and n <= DENSE_MAX_ROWS and 12 * n * n <= cache_mb * 2**20
+    n ≤ ``DENSE_MAX_ROWS``, and its 8 n² bytes within cache_mb."""
+    return not callable(kernel) and n <= DENSE_MAX_ROWS and 8 * n * n <= cache_mb * 2**20
 
 
 def rbf_symmetric_fill(

@@ -83,13 +83,14 @@ def test_when_the_dense_path_applies() -> None:
     n = kernel_dual.DENSE_MAX_ROWS
     assert kernel_dual.dense_applies(n, "rbf", 200.0)
     assert not kernel_dual.dense_applies(n + 1, "rbf", 200.0)
-    assert not kernel_dual.dense_applies(n, "rbf", 12 * n * n / 2**20 - 1)  # over the budget
+    assert kernel_dual.dense_applies(n, "rbf", 8 * n * n / 2**20)
+    assert not kernel_dual.dense_applies(n, "rbf", 8 * n * n / 2**20 - 1)  # over the budget
     assert not kernel_dual.dense_applies(10, lambda a, b: a @ b.T, 200.0)
 
 
 def test_small_cache_takes_the_row_path() -> None:
     X, y = data(400)
-    res = solve(X, y, "rbf", 1.0, cache_mb=1.0)  # 12 n² bytes = 1.8 MB > 1 MB
+    res = solve(X, y, "rbf", 1.0, cache_mb=1.0)  # 8 n² bytes = 1.2 MB > 1 MB
     assert res.converged and res.n_kernel_rows < y.size
 
 

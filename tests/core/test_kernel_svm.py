@@ -199,9 +199,13 @@ def test_max_iter_warns_and_ovr_matches_sklearn_accuracy() -> None:
     assert abs(ours.score(X[test], y[test]) - ref.score(X[test], y[test])) <= 0.005
 
 
-def test_small_cache_gives_the_same_solution() -> None:
+def test_small_cache_gives_the_same_solution(monkeypatch: pytest.MonkeyPatch) -> None:
     X, y = dataset("classification")
-    big = KernelSVM().fit(X, y)
+    from bsvm_core import kernel_dual
+
+    with monkeypatch.context() as m:  # rows through the cache in both fits, not a dense matrix
+        m.setattr(kernel_dual, "DENSE_MAX_ROWS", 0)
+        big = KernelSVM().fit(X, y)
     small = KernelSVM(cache_mb=0.05).fit(X, y)  # a handful of rows: constant eviction
     assert small.objective_[0] == pytest.approx(big.objective_[0], rel=1e-9)
     np.testing.assert_array_equal(small.support_, big.support_)
