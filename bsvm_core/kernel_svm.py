@@ -299,9 +299,10 @@ class KernelSVM(SVMClassifierBase):
             or not lockstep_applies(X.shape[0], len(problems), self.kernel, C, self.cache_mb)
         ):
             return None
-        solved = solve_in_lockstep(
-            X, problems, C, self._gamma, float(self.tol), float(self.cache_mb)
-        )
+        with single_blas_thread():  # the active sets' small factorisations and products
+            solved = solve_in_lockstep(
+                X, problems, C, self._gamma, float(self.tol), float(self.cache_mb)
+            )
         return [
             self._binary_model(X, y_pm, res, C, rows=np.flatnonzero(mask))
             for (mask, y_pm), res in zip(problems, solved, strict=True)
