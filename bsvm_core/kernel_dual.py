@@ -2,8 +2,10 @@
 
 A binary problem goes to batched working sets (``solvers.batched_smo``) from ``BATCHED_MIN_ROWS``
 rows, else to an SMO probe that may hand over to primal-dual active sets (``solvers.active_set``),
-else to SMO alone (``solvers.smo``). Many one-vs-one rbf problems at once go to
-``solvers.lockstep_smo`` over one kernel matrix of all rows, with the same hand-over.
+else to SMO alone (``solvers.smo``); up to ``DENSE_MAX_ROWS`` rows on a whole kernel matrix
+(``kernel_matrices``), beyond on rows cached as they are needed. Many one-vs-one rbf problems at
+once go to ``solvers.lockstep_smo`` over one kernel matrix of all rows, with the same hand-over.
+Large scratch arrays come from ``workspace``.
 """
 
 from __future__ import annotations
@@ -15,19 +17,22 @@ from typing import Any
 
 import numpy as np
 
-from ._blas import single_blas_thread
+from .kernel_matrices import (
+    dense_kernel_matrix,
+    float32_blocks,
+    matrix_block,
+    rbf_distance_matrix,
+)
 from .kernels import (
-    float32_exponent_error,
     kernel_block_function,
     kernel_diagonal,
     kernel_row_function,
 )
-from .rbf_scoring import exp_float32, rbf_product, rbf_support_factor
 from .solvers.active_set import active_set_solve
 from .solvers.batched_smo import batched_smo_solve
 from .solvers.kernel_cache import DenseKernelRows, KernelRowCache
 from .solvers.lockstep_smo import LockstepResult, lockstep_smo
-from .solvers.smo import TAU, SMOResult, default_max_iter, dual_objective, intercept_rule, smo_solve
+from .solvers.smo import SMOResult, default_max_iter, dual_objective, intercept_rule, smo_solve
 from .workspace import Empty, workspace
 
 ACTIVE_SET_MAX_ROWS = 1500
@@ -81,16 +86,6 @@ LOCKSTEP_PROBE_FRACTION = 4
 """Lockstep problems take n // this many steps before the active-set hand-over test: a lockstep
 step costs a few µs per problem, a third of a lone SMO step, so the probe runs longer."""
 
-SYMMETRIC_MIN_BLOCK_ROWS = 128
-"""Fewest rows of a block of :func:`rbf_symmetric_fill` (which takes a quarter of n by default):
-measured on breast cancer 0.70 ms at 128 rows, 0.85 at 512; digits 9.1 ms at 128, 7.8 at 512."""
-
-FLOAT32_EXPONENT_MAX_ERROR = 1e-3
-"""rbf kernel blocks are products in float32 (twice as fast) only when the exponents' error bound
-is below this: the bound is 6e-4 on standardised digits and 1e-4 on breast cancer (worst pairs;
-typical errors are ~√d times smaller); far-flung data or a large gamma (say 5e5 for γ‖x‖²) would
-make float32's cancellation shift even k(x, x) by several per cent, so those take float64."""
-
 
 RANK_SAMPLE_ROWS = 128
 """Rows (evenly spaced, at most this many) that :func:`rank_at_least` looks at."""
@@ -137,99 +132,10 @@ def _rows_of(D: np.ndarray, rows: np.ndarray) -> Callable[..., None]:
     return block
 
 
-def _block_of(M: np.ndarray, distances: bool) -> Callable[..., None]:
-    """``block(idx, out, cols=None)`` writing K[idx][:, cols] (all columns for None) from the
-    kernel matrix M, or from M = 1 − K with ``distances``."""
-
-    def block(idx: np.ndarray, out: np.ndarray, cols: np.ndarray | None = None) -> None:
-        if cols is None:
-            np.take(M, idx, axis=0, out=out)
-        else:
-            out[...] = M.take(idx, axis=0).take(cols, axis=1)
-        if distances:
-            np.subtract(1.0, out, out=out)
-
-    return block
-
-
 def dense_applies(n: int, kernel: Any, cache_mb: float) -> bool:
     """Whether a binary problem of n rows computes its whole kernel matrix first: a named kernel,
     n ≤ ``DENSE_MAX_ROWS``, and its 8 n² bytes within cache_mb."""
     return not callable(kernel) and n <= DENSE_MAX_ROWS and 8 * n * n <= cache_mb * 2**20
-
-
-def rbf_symmetric_fill(
-    X: np.ndarray,
-    gamma: float,
-    M: np.ndarray,
-    finish: Callable[[np.ndarray, np.ndarray], None],
-    block_rows: int | None = None,
-) -> None:
-    """Fill the symmetric n × n M with finish(K-block, M-block) of the rbf kernel K, computing only
-    the upper triangle: row block [r0, r1) against columns r0.. by one product −γ‖x_i − x_t‖² =
-    [2γx̃_i, −γ‖x̃_i‖², −1] · [x̃_t, 1, γ‖x̃_t‖²] on centred x̃ (float32 when :func:`float32_blocks`
-    allows, else float64 with a float32 exponential), finished into M, then mirrored into the rows
-    below: about half the products and exponentials of a full fill. Blocks of ``block_rows`` rows
-    (default: a quarter of n, at least ``SYMMETRIC_MIN_BLOCK_ROWS``)."""
-    n, d = X.shape
-    if block_rows is None:
-        block_rows = max(SYMMETRIC_MIN_BLOCK_ROWS, -(-n // 4))
-    block_rows = max(1, min(block_rows, n))
-    if float32_blocks(X, "rbf", gamma):
-        centred = X - X.mean(axis=0)
-        sq = gamma * np.einsum("ij,ij->i", centred, centred)
-        right = np.empty((d + 2, n), dtype=np.float32)
-        right[:d], right[d], right[d + 1] = centred.T, 1.0, sq
-        left = np.empty((n, d + 2), dtype=np.float32)
-        left[:, :d], left[:, d], left[:, d + 1] = 2.0 * gamma * centred, -sq, -1.0
-
-        def upper(r0: int, r1: int, out: np.ndarray) -> None:
-            np.dot(left[r0:r1], right[:, r0:], out=out)
-            np.exp(out, out=out)
-
-    else:
-        center, right64 = rbf_support_factor(X, gamma)
-
-        def upper(r0: int, r1: int, out: np.ndarray) -> None:
-            out[...] = exp_float32(rbf_product(X[r0:r1], center, right64[:, r0:], gamma))
-
-    with workspace() as scratch_of, single_blas_thread():
-        scratch = scratch_of(block_rows * n, dtype=np.float32)
-        for r0 in range(0, n, block_rows):
-            r1 = min(r0 + block_rows, n)
-            E = scratch[: (r1 - r0) * (n - r0)].reshape(r1 - r0, n - r0)  # contiguous: a GEMM out
-            upper(r0, r1, E)
-            finish(E, M[r0:r1, r0:])
-            M[r1:, r0:r1] = M[r0:r1, r1:].T
-
-
-def dense_kernel_matrix(
-    X: np.ndarray, kernel: Any, kw: dict[str, Any], empty: Empty = np.empty
-) -> np.ndarray:
-    """The float64 kernel matrix of X by one product; rbf gives D = max(1 − K, τ/2) instead (k(x, x)
-    = 1: D_ii = τ/2 exactly), SMO's half curvatures (``DenseKernelRows`` with distances), by
-    :func:`rbf_symmetric_fill`. ``empty`` makes the matrix (a ``workspace.workspace``'s, say)."""
-    n = X.shape[0]
-    M = empty((n, n))
-    if kernel == "rbf":
-        rbf_symmetric_fill(X, kw["gamma"], M, _distances_into)
-        np.fill_diagonal(M, 0.5 * TAU)
-        return M
-    with single_blas_thread():
-        kernel_block_function(X, kernel, **kw, dtype=np.float64)(np.arange(n), M)
-    return M
-
-
-def _distances_into(E: np.ndarray, out: np.ndarray) -> None:
-    """out = max(1 − E, τ/2) for a block E of kernel values (float32 E; out float32 or 64)."""
-    np.subtract(np.float32(1.0), E, out=E)
-    np.maximum(E, np.float32(0.5 * TAU), out=out)
-
-
-def float32_blocks(X: np.ndarray, kernel: Any, gamma: float) -> bool:
-    """rbf kernel blocks may be computed in float32: the exponents' error bound
-    (``kernels.float32_exponent_error``) is at most ``FLOAT32_EXPONENT_MAX_ERROR``."""
-    return kernel == "rbf" and float32_exponent_error(X, gamma) <= FLOAT32_EXPONENT_MAX_ERROR
 
 
 def solve_dual(
@@ -274,7 +180,7 @@ def _solve_small(
     if dense_applies(n, kernel, cache_mb):
         rbf = kernel == "rbf"  # the matrix holds D = 1 − K
         M = dense_kernel_matrix(X, kernel, kw, empty)
-        cache, block, dtype = DenseKernelRows(M, distances=rbf), _block_of(M, rbf), np.float64
+        cache, block, dtype = DenseKernelRows(M, distances=rbf), matrix_block(M, rbf), np.float64
     else:
         cache = KernelRowCache(kernel_row_function(X, kernel, **kw), n, cache_mb, empty)
     smo_args = {"floor_curvature": kernel != "rbf", "cache": cache, **common}
@@ -330,16 +236,6 @@ def lockstep_applies(n: int, n_problems: int, kernel: Any, C: float, cache_mb: f
         and 4 * n * n <= cache_mb * 2**20
         and math.isfinite(C)
     )
-
-
-def rbf_distance_matrix(X: np.ndarray, gamma: float, empty: Empty = np.empty) -> np.ndarray:
-    """D = 1 − K of the rbf kernel over all rows (float32, k(x, x) = 1 exactly), in row blocks;
-    ``empty`` makes it (a ``workspace.workspace``'s, say)."""
-    n = X.shape[0]
-    D = empty((n, n), dtype=np.float32)
-    rbf_symmetric_fill(X, gamma, D, _distances_into)  # a_ij = 2 D_ij ≥ τ
-    np.fill_diagonal(D, 0.5 * TAU)  # k(x, x) = 1 exactly, whatever the exponent's rounding
-    return D
 
 
 def solve_in_lockstep(

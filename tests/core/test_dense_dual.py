@@ -9,7 +9,7 @@ from sklearn.datasets import load_breast_cancer, make_classification
 from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.preprocessing import StandardScaler
 
-from bsvm_core import kernel_dual
+from bsvm_core import kernel_dual, kernel_matrices
 from bsvm_core.kernels import kernel_matrix
 
 from .test_smo import clarabel_dual
@@ -65,7 +65,7 @@ def test_dense_rbf_matrix_is_one_minus_the_kernel_with_an_exact_diagonal(shift) 
     X = StandardScaler().fit_transform(X) + shift  # far from the origin: centring keeps it exact
     gamma = 1.0 / (X.shape[1] * X.var())
     for gamma_used in (gamma, 50 * gamma):  # the second one fails the float32 bound
-        D = kernel_dual.dense_kernel_matrix(X, "rbf", {"gamma": gamma_used})
+        D = kernel_matrices.dense_kernel_matrix(X, "rbf", {"gamma": gamma_used})
         assert D.dtype == np.float64
         np.testing.assert_array_equal(np.diag(D), 0.5e-12)  # k(x, x) = 1 exactly
         assert D.min() >= 0.5e-12  # half curvatures: never below tau / 2
@@ -75,7 +75,7 @@ def test_dense_rbf_matrix_is_one_minus_the_kernel_with_an_exact_diagonal(shift) 
 @pytest.mark.parametrize("kernel", ["linear", "poly", "sigmoid"])
 def test_dense_matrix_of_other_kernels_is_float64_exact(kernel) -> None:
     X, _ = data(60)
-    K = kernel_dual.dense_kernel_matrix(X, kernel, KW[kernel])
+    K = kernel_matrices.dense_kernel_matrix(X, kernel, KW[kernel])
     np.testing.assert_allclose(K, kernel_matrix(X, X, kernel, **KW[kernel]), rtol=1e-12)
 
 
@@ -100,7 +100,7 @@ def test_symmetric_fill_is_the_full_matrix(block_rows, gamma_factor) -> None:
     X = StandardScaler().fit_transform(load_breast_cancer().data[:150]) + 1e3
     gamma = gamma_factor / (X.shape[1] * X.var())
     M = np.full((150, 150), np.nan)
-    kernel_dual.rbf_symmetric_fill(
+    kernel_matrices.rbf_symmetric_fill(
         X, gamma, M, lambda E, out: np.copyto(out, E), block_rows=block_rows
     )
     assert np.isfinite(M).all()  # every entry written (upper triangle, or mirrored)
@@ -110,7 +110,7 @@ def test_symmetric_fill_is_the_full_matrix(block_rows, gamma_factor) -> None:
 def test_lockstep_distance_matrix_is_one_minus_the_kernel() -> None:
     X = StandardScaler().fit_transform(load_breast_cancer().data[:200])
     gamma = 1.0 / (X.shape[1] * X.var())
-    D = kernel_dual.rbf_distance_matrix(X, gamma)
+    D = kernel_matrices.rbf_distance_matrix(X, gamma)
     assert D.dtype == np.float32
     np.testing.assert_array_equal(np.diag(D), np.float32(0.5e-12))  # k(x, x) = 1: D = τ/2
     np.testing.assert_allclose(D, np.maximum(1.0 - rbf_kernel(X, gamma=gamma), 0.5e-12), atol=1e-5)
@@ -125,9 +125,9 @@ def test_smo_on_distances_takes_the_steps_of_smo_on_the_kernel(C) -> None:
     X, y = data(200)
     if np.isinf(C):  # separable in feature space: a large gamma
         KW_hard = {"gamma": 2.0}
-        D = kernel_dual.dense_kernel_matrix(X, "rbf", KW_hard)
+        D = kernel_matrices.dense_kernel_matrix(X, "rbf", KW_hard)
     else:
-        D = kernel_dual.dense_kernel_matrix(X, "rbf", KW["rbf"])
+        D = kernel_matrices.dense_kernel_matrix(X, "rbf", KW["rbf"])
     K = 1.0 - D
     np.fill_diagonal(K, 1.0)
     ones = np.ones(y.size)

@@ -10,6 +10,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
 import bsvm_core.kernel_dual as kernel_dual
+import bsvm_core.kernel_matrices as kernel_matrices
 from bsvm_core import KernelSVM
 from bsvm_core.kernels import kernel_block_function, kernel_row_function, resolve_gamma
 from bsvm_core.multiclass import binary_problems, problem_targets
@@ -154,7 +155,7 @@ def test_float32_exponent_error_bounds_the_blocks() -> None:
         exact = -gamma * ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
         near = exact > -30.0  # where the kernel is not negligible, compare exponents
         err = np.abs(np.log(K32[near].astype(np.float64)) - exact[near])
-        bound = kernel_dual.float32_exponent_error(X, gamma)
+        bound = kernel_matrices.float32_exponent_error(X, gamma)
         assert err.max() <= bound + 1e-6  # + float32 exp and log rounding
 
 
@@ -187,7 +188,9 @@ def test_close_pairs_far_from_the_centre_take_float64_exponents(
     X = np.vstack([base, base + rng.standard_normal((200, 4)) * 0.7])
     y = np.tile(rng.integers(0, 5, 200), 2)
     y[200:] = (y[200:] + rng.integers(0, 2, 200)) % 5  # a pair's two points may disagree
-    assert kernel_dual.float32_exponent_error(X, 0.5) > kernel_dual.FLOAT32_EXPONENT_MAX_ERROR
+    assert (
+        kernel_matrices.float32_exponent_error(X, 0.5) > kernel_matrices.FLOAT32_EXPONENT_MAX_ERROR
+    )
     joint = KernelSVM(C=10.0, gamma=0.5).fit(X, y)
     monkeypatch.setattr(kernel_dual, "LOCKSTEP_MIN_PROBLEMS", 10**9)
     alone = KernelSVM(C=10.0, gamma=0.5).fit(X, y)
