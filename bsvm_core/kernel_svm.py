@@ -21,7 +21,7 @@ from .kernels import (
     kernel_matrix,
     resolve_gamma,
 )
-from .multiclass import certain_labels, label_index, problem_targets
+from .multiclass import REST, certain_labels, label_index
 from .rbf_scoring import (
     decision_error_bound,
     exp_float32,
@@ -310,8 +310,15 @@ class KernelSVM(SVMClassifierBase):
 
     def _after_fit(self, X: np.ndarray, y_idx: np.ndarray) -> None:
         global_support = []
-        for problem, model in zip(self.binary_problems_, self.binary_models_, strict=True):
-            rows = np.flatnonzero(problem_targets(y_idx, problem)[0])
+        members: list[np.ndarray] = []  # each class's rows, made once for one-vs-one
+        for (pos, neg), model in zip(self.binary_problems_, self.binary_models_, strict=True):
+            if neg == REST:  # one-vs-rest problems hold every row, in order
+                global_support.append(model.support)
+                continue
+            if not members:
+                members = [np.flatnonzero(y_idx == c) for c in range(self.classes_.size)]
+            rows = np.concatenate((members[pos], members[neg]))
+            rows.sort()  # the problem's rows in X's order, as its mask selects them
             global_support.append(rows[model.support])
         self.support_ = np.unique(np.concatenate(global_support))
         self.support_vectors_ = X[self.support_]
