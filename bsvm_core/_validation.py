@@ -45,17 +45,24 @@ def _wide_integer_labels(y: Any) -> np.ndarray | None:
     return np.array([int(v) for v in values], dtype=object)
 
 
-def _plain_fit_data(X: Any, y: Any) -> bool:
-    """True when ``validate_data`` and the target check would hand (X, y) back unchanged and raise
-    nothing: X a finite 2-D float64 array with rows and columns, y a 1-D integer array (int64 at
-    most: always binary or multiclass targets) of as many rows."""
+def _plain_matrix(X: Any) -> bool:
+    """X is a plain 2-D float64 ndarray with rows and columns (finiteness is checked apart)."""
     return (
         type(X) is np.ndarray
-        and type(y) is np.ndarray
         and X.dtype == np.float64
         and X.ndim == 2
         and X.shape[0] >= 1
         and X.shape[1] >= 1
+    )
+
+
+def _plain_fit_data(X: Any, y: Any) -> bool:
+    """True when ``validate_data`` and the target check would hand (X, y) back unchanged and raise
+    nothing: X a finite :func:`_plain_matrix`, y a 1-D integer array (int64 at most: always
+    binary or multiclass targets) of as many rows."""
+    return (
+        _plain_matrix(X)
+        and type(y) is np.ndarray
         and y.ndim == 1
         and y.shape[0] == X.shape[0]
         and (y.dtype.kind == "i" or (y.dtype.kind == "u" and y.dtype.itemsize < 8))
@@ -113,10 +120,7 @@ def _already_valid(estimator: Any, X: Any) -> bool:
     estimator fitted without feature names (so there are none to compare).
     """
     return (
-        type(X) is np.ndarray
-        and X.dtype == np.float64
-        and X.ndim == 2
-        and X.shape[0] >= 1
+        _plain_matrix(X)
         and X.shape[1] == getattr(estimator, "n_features_in_", -1)
         and not hasattr(estimator, "feature_names_in_")
         and bool(np.isfinite(X).all())

@@ -121,17 +121,6 @@ def _hand_over(alpha: np.ndarray, X: np.ndarray, C: float) -> bool:
     return _mostly_free(alpha, C) and rank_at_least(X, ACTIVE_SET_MIN_FEATURES)
 
 
-def _rows_of(D: np.ndarray, rows: np.ndarray) -> Callable[..., None]:
-    """``block(idx, out)`` writing the problem's kernel rows 1 − D[rows[idx], rows] (rbf)."""
-
-    def block(idx: np.ndarray, out: np.ndarray, cols: np.ndarray | None = None) -> None:
-        picked = rows if cols is None else rows[cols]
-        # two takes: half the time of one np.ix_ gather
-        np.subtract(1.0, D.take(rows[idx], axis=0).take(picked, axis=1), out=out)
-
-    return block
-
-
 def dense_applies(n: int, kernel: Any, cache_mb: float) -> bool:
     """Whether a binary problem of n rows computes its whole kernel matrix first: a named kernel,
     n ≤ ``DENSE_MAX_ROWS``, and its 8 n² bytes within cache_mb."""
@@ -184,7 +173,6 @@ def _solve_small(
     else:
         cache = KernelRowCache(kernel_row_function(X, kernel, **kw), n, cache_mb, empty)
     smo_args = {"floor_curvature": kernel != "rbf", "cache": cache, **common}
-    res = None
     if (
         ACTIVE_SET_MIN_ROWS <= n < ACTIVE_SET_MAX_ROWS
         and X.shape[1] >= ACTIVE_SET_MIN_FEATURES
@@ -194,31 +182,32 @@ def _solve_small(
     ):
         # SMO alone unless, after its first n // PROBE_FRACTION steps, the sets look ready
         hand_over = (max(1, n // PROBE_FRACTION), functools.partial(_hand_over, X=X, C=C))
-        probe = smo_solve(None, diag, y_pm, C, stop_if=hand_over, **smo_args)
-        res = probe if probe.converged else None
-        if res is None:
+        probe = res = smo_solve(None, diag, y_pm, C, stop_if=hand_over, **smo_args)
+        if not probe.converged:
             if block is None:
                 # rbf: float32 blocks (SIMD exponential) when their error bound allows
                 dtype = np.float32 if float32_blocks(X, kernel, kw["gamma"]) else np.float64
                 block = kernel_block_function(X, kernel, **kw, dtype=dtype)
-            res = active_set_solve(
+            # one budget for both: the probe's rows stay alive for a resumed SMO
+            budget = max(cache_mb - cache.nbytes / 2**20, 0.0)
+            sets = active_set_solve(
                 block,
                 diag,
                 y_pm,
                 C,
                 tol=tol,
-                # one budget for both: the probe's rows stay alive for a resumed SMO
-                cache_mb=max(cache_mb - cache.nbytes / 2**20, 0.0),
+                cache_mb=budget,
                 block_dtype=dtype,
                 start=probe,
                 empty=empty,
             )
-            if res is not None:
-                res.n_iter += probe.n_iter
-                res.n_kernel_rows += probe.n_kernel_rows
-            else:
+            if sets is None:
                 res = smo_solve(None, diag, y_pm, C, start=probe, **smo_args)
-    if res is None:
+            else:
+                sets.n_iter += probe.n_iter
+                sets.n_kernel_rows += probe.n_kernel_rows
+                res = sets
+    else:
         res = smo_solve(None, diag, y_pm, C, **smo_args)
     if isinstance(cache, DenseKernelRows):
         res.n_kernel_rows = n  # each row computed once, in the matrix
@@ -281,7 +270,7 @@ def _lockstep_fit(
         if sol.n_iter >= probe_steps[p] and full_rank and _mostly_free(sol.alpha, C):
             with workspace() as empty:  # each problem's rows: the last one's buffers
                 res = active_set_solve(
-                    _rows_of(D, rows[p]),
+                    matrix_block(D, True, rows[p]),
                     np.ones(rows[p].size),
                     jobs[p][1],
                     C,

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ._blas import single_blas_thread
-from .kernels import float32_exponent_error, kernel_block_function
+from .kernels import float32_exponent_bound, float32_exponent_error, kernel_block_function
 from .rbf_scoring import exp_float32, rbf_product, rbf_support_factor
 from .solvers.smo import TAU
 from .workspace import Empty, workspace
@@ -35,17 +35,28 @@ def float32_blocks(X: np.ndarray, kernel: Any, gamma: float) -> bool:
     return kernel == "rbf" and float32_exponent_error(X, gamma) <= FLOAT32_EXPONENT_MAX_ERROR
 
 
-def matrix_block(M: np.ndarray, distances: bool) -> Callable[..., None]:
-    """``block(idx, out, cols=None)`` writing K[idx][:, cols] (all columns for None) from the
-    kernel matrix M, or from M = 1 − K with ``distances``."""
+def matrix_block(
+    M: np.ndarray, distances: bool, rows: np.ndarray | None = None
+) -> Callable[..., None]:
+    """``block(idx, out, cols=None)`` writing K[rows[idx]][:, rows[cols]] (``rows`` None: all of
+    M's rows; ``cols`` None: all the problem's columns) from the kernel matrix M, or from
+    M = 1 − K with ``distances``. Two takes: half the time of one np.ix_ gather."""
 
     def block(idx: np.ndarray, out: np.ndarray, cols: np.ndarray | None = None) -> None:
-        if cols is None:
-            np.take(M, idx, axis=0, out=out)
-        else:
-            out[...] = M.take(idx, axis=0).take(cols, axis=1)
+        picked = idx if rows is None else rows[idx]
+        columns = cols if rows is None else rows if cols is None else rows[cols]
+        if columns is None and M.dtype == out.dtype:  # straight into out: no temporary
+            np.take(M, picked, axis=0, out=out)
+            if distances:
+                np.subtract(1.0, out, out=out)
+            return
+        taken = M.take(picked, axis=0)
+        if columns is not None:
+            taken = taken.take(columns, axis=1)
         if distances:
-            np.subtract(1.0, out, out=out)
+            np.subtract(1.0, taken, out=out)
+        else:
+            out[...] = taken
 
     return block
 
@@ -59,28 +70,28 @@ def rbf_symmetric_fill(
 ) -> None:
     """Fill the symmetric n × n M with finish(K-block, M-block) of the rbf kernel K, computing only
     the upper triangle: row block [r0, r1) against columns r0.. by one product −γ‖x_i − x_t‖² =
-    [2γx̃_i, −γ‖x̃_i‖², −1] · [x̃_t, 1, γ‖x̃_t‖²] on centred x̃ (float32 when :func:`float32_blocks`
-    allows, else float64 with a float32 exponential), finished into M, then mirrored into the rows
-    below: about half the products and exponentials of a full fill. Blocks of ``block_rows`` rows
-    (default: a quarter of n, at least ``SYMMETRIC_MIN_BLOCK_ROWS``)."""
+    [2γx̃_i, −γ‖x̃_i‖², −1] · [x̃_t, 1, γ‖x̃_t‖²] on centred x̃ (``rbf_scoring.rbf_support_factor``;
+    float32 when the bound of :func:`float32_blocks` allows, else float64 with a float32
+    exponential), finished into M, then mirrored into the rows below: about half the products and
+    exponentials of a full fill. Blocks of ``block_rows`` rows (default: a quarter of n, at least
+    ``SYMMETRIC_MIN_BLOCK_ROWS``)."""
     n, d = X.shape
     if block_rows is None:
         block_rows = max(SYMMETRIC_MIN_BLOCK_ROWS, -(-n // 4))
     block_rows = max(1, min(block_rows, n))
-    if float32_blocks(X, "rbf", gamma):
-        centred = X - X.mean(axis=0)
-        sq = gamma * np.einsum("ij,ij->i", centred, centred)
-        right = np.empty((d + 2, n), dtype=np.float32)
-        right[:d], right[d], right[d + 1] = centred.T, 1.0, sq
-        left = np.empty((n, d + 2), dtype=np.float32)
-        left[:, :d], left[:, d], left[:, d + 1] = 2.0 * gamma * centred, -sq, -1.0
+    # (c, R) with R = [x̃_t, 1, γ‖x̃_t‖²] by column; its last row also gives the float32 bound
+    center, right64 = rbf_support_factor(X, gamma)
+    bound = float32_exponent_bound(d, float(right64[-1].max(initial=0.0)))
+    if bound <= FLOAT32_EXPONENT_MAX_ERROR:
+        right = right64.astype(np.float32)
+        left = np.empty((n, d + 2), dtype=np.float32)  # [2γx̃_i, −γ‖x̃_i‖², −1]
+        left[:, :d], left[:, d], left[:, d + 1] = 2.0 * gamma * right64[:d].T, -right64[-1], -1.0
 
         def upper(r0: int, r1: int, out: np.ndarray) -> None:
             np.dot(left[r0:r1], right[:, r0:], out=out)
             np.exp(out, out=out)
 
     else:
-        center, right64 = rbf_support_factor(X, gamma)
 
         def upper(r0: int, r1: int, out: np.ndarray) -> None:
             out[...] = exp_float32(rbf_product(X[r0:r1], center, right64[:, r0:], gamma))
@@ -98,15 +109,13 @@ def rbf_symmetric_fill(
 def dense_kernel_matrix(
     X: np.ndarray, kernel: Any, kw: dict[str, Any], empty: Empty = np.empty
 ) -> np.ndarray:
-    """The float64 kernel matrix of X by one product; rbf gives D = max(1 − K, τ/2) instead (k(x, x)
-    = 1: D_ii = τ/2 exactly), SMO's half curvatures (``DenseKernelRows`` with distances), by
-    :func:`rbf_symmetric_fill`. ``empty`` makes the matrix (a ``workspace.workspace``'s, say)."""
+    """The float64 kernel matrix of X by one product; rbf gives D = max(1 − K, τ/2) instead
+    (:func:`rbf_distance_matrix` in float64), SMO's half curvatures (``DenseKernelRows`` with
+    distances). ``empty`` makes the matrix (a ``workspace.workspace``'s, say)."""
+    if kernel == "rbf":
+        return rbf_distance_matrix(X, kw["gamma"], empty, dtype=np.float64)
     n = X.shape[0]
     M = empty((n, n))
-    if kernel == "rbf":
-        rbf_symmetric_fill(X, kw["gamma"], M, _distances_into)
-        np.fill_diagonal(M, 0.5 * TAU)
-        return M
     with single_blas_thread():
         kernel_block_function(X, kernel, **kw, dtype=np.float64)(np.arange(n), M)
     return M
@@ -118,11 +127,14 @@ def _distances_into(E: np.ndarray, out: np.ndarray) -> None:
     np.maximum(E, np.float32(0.5 * TAU), out=out)
 
 
-def rbf_distance_matrix(X: np.ndarray, gamma: float, empty: Empty = np.empty) -> np.ndarray:
-    """D = 1 − K of the rbf kernel over all rows (float32, k(x, x) = 1 exactly), in row blocks;
+def rbf_distance_matrix(
+    X: np.ndarray, gamma: float, empty: Empty = np.empty, dtype: type = np.float32
+) -> np.ndarray:
+    """D = max(1 − K, τ/2) of the rbf kernel over all rows, D_ii = τ/2 exactly (k(x, x) = 1,
+    whatever the exponent's rounding), so a_ij = 2 D_ij ≥ τ; by :func:`rbf_symmetric_fill`.
     ``empty`` makes it (a ``workspace.workspace``'s, say)."""
     n = X.shape[0]
-    D = empty((n, n), dtype=np.float32)
-    rbf_symmetric_fill(X, gamma, D, _distances_into)  # a_ij = 2 D_ij ≥ τ
-    np.fill_diagonal(D, 0.5 * TAU)  # k(x, x) = 1 exactly, whatever the exponent's rounding
+    D = empty((n, n), dtype=dtype)
+    rbf_symmetric_fill(X, gamma, D, _distances_into)
+    np.fill_diagonal(D, 0.5 * TAU)
     return D

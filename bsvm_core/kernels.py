@@ -197,13 +197,19 @@ def kernel_row_function(
     raise ValueError(f"kernel must be one of {KERNELS} or a callable, got {kernel!r}.")
 
 
+def float32_exponent_bound(d: int, gamma_max_sq: float) -> float:
+    """(d + 4) 2⁻²⁴ γ (2 max‖x − x̄‖)² from d and γ max‖x − x̄‖²: the bound of
+    :func:`float32_exponent_error` (Higham 2002, eq. 3.5)."""
+    return (d + 4) * 2.0**-24 * 4.0 * gamma_max_sq
+
+
 def float32_exponent_error(X: np.ndarray, gamma: float) -> float:
     """Bound on the error of the float32 rbf exponents of :func:`kernel_block_function`,
     (d + 4) 2⁻²⁴ γ (2 max‖x − x̄‖)² (Higham 2002, eq. 3.5, over the d + 2 terms of each product and
     the rounding of its inputs); the kernel's relative error is at most about as large."""
     centred = X - X.mean(axis=0)
     centred_sq = np.einsum("ij,ij->i", centred, centred)
-    return (X.shape[1] + 4) * 2.0**-24 * gamma * 4.0 * float(centred_sq.max(initial=0.0))
+    return float32_exponent_bound(X.shape[1], gamma * float(centred_sq.max(initial=0.0)))
 
 
 BlockFunction = Callable[..., None]

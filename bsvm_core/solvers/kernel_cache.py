@@ -35,6 +35,9 @@ class KernelRowCache:
         Makes the block (``np.empty``, or a ``workspace.workspace``'s).
     """
 
+    distances = False
+    """Rows are kernel values (see :class:`DenseKernelRows`)."""
+
     def __init__(
         self,
         compute: RowFunction,

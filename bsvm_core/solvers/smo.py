@@ -221,7 +221,7 @@ def smo_solve(
     # rows of curvatures D_it = 1 − K_it (rbf, K_ii = 1): a row is a_it / 2 itself, and
     # F += c K_t = F + c − c D_t keeps the common shift Σc aside (WSS and the pair update only use
     # differences of F): one numpy call less a step
-    distances = getattr(cache, "distances", False)
+    distances = cache.distances
     shift = 0.0
 
     buf = np.empty(n)
