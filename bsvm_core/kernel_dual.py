@@ -31,6 +31,7 @@ from .kernels import (
 from .solvers.active_set import active_set_solve
 from .solvers.batched_smo import batched_smo_solve
 from .solvers.kernel_cache import DenseKernelRows, KernelRowCache
+from .solvers.lockstep_active_set import lockstep_active_sets
 from .solvers.lockstep_smo import LockstepResult, lockstep_smo
 from .solvers.smo import SMOResult, default_max_iter, dual_objective, intercept_rule, smo_solve
 from .workspace import Empty, workspace
@@ -263,27 +264,31 @@ def _lockstep_fit(
     # the rank test once, on all rows (85 µs a problem): a pair of classes of lower rank only
     # makes its active sets give up, and the lockstep SMO finishes it
     full_rank = rank_at_least(X, ACTIVE_SET_MIN_FEATURES)
-    resume, by_active_set = [], {}
-    for p, sol in enumerate(solved):
-        if sol.converged:
-            continue
-        if sol.n_iter >= probe_steps[p] and full_rank and _mostly_free(sol.alpha, C):
-            with workspace() as empty:  # each problem's rows: the last one's buffers
-                res = active_set_solve(
-                    matrix_block(D, True, rows[p]),
-                    np.ones(rows[p].size),
-                    jobs[p][1],
-                    C,
-                    tol=tol,
-                    cache_mb=budget,
-                    start=SMOResult(sol.alpha, 0.0, 0.0, sol.n_iter, False, 0, sol.grad),
-                    empty=empty,
-                )
+    ready = [
+        p
+        for p, sol in enumerate(solved)
+        if not sol.converged
+        and sol.n_iter >= probe_steps[p]
+        and full_rank
+        and _mostly_free(sol.alpha, C)
+    ]
+    by_active_set = {}
+    if ready:
+        with workspace() as empty:  # the kept rows: buffers kept from the last fit
+            done = lockstep_active_sets(
+                D,
+                [jobs[p] for p in ready],
+                [solved[p].alpha for p in ready],
+                C,
+                tol,
+                budget,
+                empty,
+            )
+        for p, res in zip(ready, done, strict=True):
             if res is not None:
-                res.n_iter += sol.n_iter
+                res.n_iter += solved[p].n_iter
                 by_active_set[p] = res
-                continue
-        resume.append(p)
+    resume = [p for p, sol in enumerate(solved) if not sol.converged and p not in by_active_set]
     if resume:
         rest = lockstep_smo(
             D, [jobs[p] for p in resume], C, tol=tol, starts=[solved[p] for p in resume]

@@ -1,0 +1,321 @@
+"""The primal-dual active sets of :mod:`.active_set` on many one-vs-one rbf problems, round by round.
+
+After lockstep SMO's probe (:mod:`.lockstep_smo`) the one-vs-one problems of a multiclass fit go on
+with active-set rounds. One problem at a time, a round is some forty numpy calls on a few hundred
+rows, and the calls cost more than their arithmetic (digits: 45 problems, 1 to 5 rounds each, 28 ms).
+Here every problem still going takes its round at once: the set updates are operations on
+(problems × rows) arrays, padded as in lockstep SMO, and only what has a size of its own stays a
+loop over problems: the Newton step on the free set (:func:`.active_set.newton_step`) and the two
+products with the problem's kept kernel rows.
+
+Each problem takes the rounds of :func:`.active_set.active_set_solve` with the same rules and the
+same tie-breaks (entering points and damped changes picked by the same ``argpartition`` calls); the
+decision values are Σ_{F ∪ U} y α K(x, ·) from the kept rows at each round (the one-at-a-time solver
+updates the sum over U as points enter and leave it), so the two agree to rounding. A problem gives
+up (``None``: the caller resumes its SMO) in the same cases: a repeated set, a Q_FF failing the pivot
+test, more than ``MAX_ROUNDS`` rounds, its rows beyond the budget, or a failed final check.
+
+The kernel rows K = 1 − D of the points that enter F ∪ U are gathered from lockstep's float32
+distance matrix D in float64, once, into a padded store (problems × kept rows × problem rows).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..workspace import Empty
+from .active_set import MAX_ROUNDS, MIN_ENTERING, SEED_PER_CLASS, kkt_gap, newton_step
+from .lockstep_smo import _pad
+from .smo import SMOResult, dual_objective, intercept_rule
+
+GATHER_ROWS = 256
+"""Kernel rows gathered from D per call (the index and value buffers stay small)."""
+
+
+class _RowStore:
+    """Each problem's kept kernel rows K(x_t, problem rows), float64, in one padded array."""
+
+    def __init__(self, D: np.ndarray, cols: np.ndarray, limit: int, empty: Empty) -> None:
+        self.flat, self.n = D.reshape(-1), D.shape[0]
+        self.cols, self.limit, self.empty = cols, limit, empty
+        P, m = cols.shape
+        self.S = empty((P, 0, m))
+        self.slot = np.full((P, m), -1, dtype=np.int64)
+        self.filled = np.zeros(P, dtype=np.int64)
+
+    def ensure(self, need: np.ndarray) -> np.ndarray:
+        """Gather the rows of every (problem, row) in the mask ``need`` not kept yet; returns the
+        problems whose rows would pass ``limit`` (none of theirs is gathered)."""
+        need = need & (self.slot < 0)
+        counts = need.sum(axis=1)
+        over = self.filled + counts > self.limit
+        if over.any():
+            need[over] = False
+            counts[over] = 0
+        p_of, t_of = np.nonzero(need)
+        if p_of.size == 0:
+            return over
+        stop = self.filled + counts
+        self._grow(int(stop.max()))
+        first = np.cumsum(counts) - counts
+        new_slot = self.filled[p_of] + np.arange(p_of.size) - first[p_of]
+        m = self.cols.shape[1]
+        index = self.empty((GATHER_ROWS, m), dtype=np.int64)
+        taken = self.empty((GATHER_ROWS, m), dtype=self.flat.dtype)
+        rows = self.empty((GATHER_ROWS, m))
+        for c0 in range(0, p_of.size, GATHER_ROWS):
+            p, t = p_of[c0 : c0 + GATHER_ROWS], t_of[c0 : c0 + GATHER_ROWS]
+            k = p.size
+            np.add((self.cols[p, t] * self.n)[:, None], self.cols[p], out=index[:k])
+            np.take(self.flat, index[:k], out=taken[:k])
+            self.S[p, new_slot[c0 : c0 + k]] = np.subtract(1.0, taken[:k], out=rows[:k])
+        self.slot[p_of, t_of] = new_slot
+        self.filled = stop
+        return over
+
+    def _grow(self, rows: int) -> None:
+        """Room for ``rows`` kept rows a problem (half as many again, at least doubling, at most
+        ``limit``)."""
+        have = self.S.shape[1]
+        if rows <= have:
+            return
+        P, _, m = self.S.shape
+        size = min(self.limit, max(rows + rows // 2, 2 * have))
+        S = self.empty((P, size, m))
+        S[:, :have] = self.S
+        self.S = S
+
+
+def lockstep_active_sets(
+    D: np.ndarray,
+    problems: list[tuple[np.ndarray, np.ndarray]],
+    starts: list[np.ndarray],
+    C: float,
+    tol: float,
+    cache_mb: float,
+    empty: Empty = np.empty,
+) -> list[SMOResult | None]:
+    """Every problem's dual by active-set rounds in lockstep, from its SMO probe; None where a
+    problem gives up (the caller then resumes its SMO).
+
+    Parameters
+    ----------
+    D : ndarray of shape (n, n), float32
+        The rbf distance matrix max(1 − K, τ/2) over all rows (:mod:`.lockstep_smo`).
+    problems : list of (rows, y)
+        Each problem's row indices into D and its targets in {+1, −1} (both present).
+    starts : list of ndarray
+        Each problem's α after its probe: the first sets are its free points and those at C (plus
+        ``SEED_PER_CLASS`` points of each class when fewer than two are free).
+    C : float
+        Box bound, finite and > 0.
+    tol : float
+        Stopping tolerance on m(α) − M(α), as SMO's.
+    cache_mb : float
+        Memory budget of the kept (float64) kernel rows of all problems.
+    empty : callable
+        Makes the store and scratch arrays (``np.empty``, or a ``workspace.workspace``'s).
+
+    Returns
+    -------
+    list of SMOResult or None
+        In the order of ``problems``; ``n_iter`` counts the rounds.
+    """
+    cols, y = _pad(problems)
+    P, m = cols.shape
+    sizes = [rows.size for rows, _ in problems]
+    limit = min(m, int(cache_mb * 2**20 // (8 * P * m)))
+    results: list[SMOResult | None] = [None] * P
+    if limit < 2 * SEED_PER_CLASS:
+        return results
+    state = np.zeros((P, m), dtype=np.int8)  # 0: α = 0 (and pads), 1: free, 2: α = C
+    for p, alpha in enumerate(starts):
+        _start_sets(state[p, : sizes[p]], alpha, y[p, : sizes[p]], C)
+    store = _RowStore(D, cols, limit, empty)
+    theta = 0.25 * tol
+    budget = np.array(sizes, dtype=np.int64)
+    last_changes = budget + 1
+    seen: list[set[bytes]] = [set() for _ in range(P)]
+    act = np.arange(P)
+    f, alpha_F = empty((P, m)), empty((P, m))
+    f_U = np.zeros((P, m))  # Σ_U C y K(x_u, ·), updated as points join and leave U
+    b = np.zeros(P)
+    for rounds in range(1, MAX_ROUNDS + 1):
+        over = store.ensure(np.isin(np.arange(P), act)[:, None] & (state > 0))
+        if rounds == 1:
+            for p in np.flatnonzero(~over & (state == 2).any(axis=1)):
+                _move_upper(store, p, np.zeros(m, dtype=np.int8), state[p], y[p], C, f_U[p])
+        going = []
+        for p in act:
+            key = state[p].tobytes()
+            if over[p] or key in seen[p]:
+                continue
+            seen[p].add(key)
+            if _newton_round(store, p, state[p], y[p], C, f_U[p], f[p], alpha_F[p], b):
+                going.append(p)
+        act = np.asarray(going, dtype=np.int64)
+        if act.size == 0:
+            break
+        st, yA, aF = state[act], y[act], alpha_F[act]
+        new, viol = _next_sets(st, yA, f[act], aF, b[act], C, theta)
+        _limit_changes(new, st, viol, budget, last_changes, act)
+        settled = (new == st).all(axis=1)
+        for a in np.flatnonzero(settled):
+            p = act[a]
+            k = sizes[p]
+            results[p] = _finish(st[a, :k], aF[a, :k], f[p, :k], y[p, :k], C, tol, rounds)
+            if results[p] is not None:
+                results[p].n_kernel_rows = int(store.filled[p])
+        for a in np.flatnonzero(((new == 2) != (st == 2)).any(axis=1) & ~settled):
+            _move_upper(store, act[a], st[a], new[a], y[act[a]], C, f_U[act[a]])
+        state[act] = new
+        act = act[~settled]
+        if act.size == 0:
+            break
+    return results
+
+
+def _start_sets(state: np.ndarray, alpha: np.ndarray, y: np.ndarray, C: float) -> None:
+    """A problem's first sets from its probe's α, seeded as in :func:`.active_set_solve`."""
+    state[alpha > 0.0] = 1
+    state[alpha >= C] = 2
+    if np.count_nonzero(state == 1) < 2:
+        for members in (np.flatnonzero(y > 0), np.flatnonzero(y < 0)):
+            picks = np.linspace(0, members.size - 1, min(SEED_PER_CLASS, members.size))
+            state[members[picks.astype(np.int64)]] = 1
+
+
+def _newton_round(
+    store: _RowStore,
+    p: int,
+    state: np.ndarray,
+    y: np.ndarray,
+    C: float,
+    f_U: np.ndarray,
+    f: np.ndarray,
+    alpha_F: np.ndarray,
+    b: np.ndarray,
+) -> bool:
+    """Problem p's Newton step on its free set, given f_U = Σ_U C y K(x_u, ·), into its rows of
+    ``f`` (decision values without the intercept), ``alpha_F`` (α on F, 0 elsewhere) and ``b``;
+    False when it gives up."""
+    free = np.flatnonzero(state == 1)
+    if free.size == 0:
+        return False
+    S = store.S[p, : store.filled[p]]
+    slot = store.slot[p, free]
+    y_F = y[free]
+    Q_FF = S[slot[:, None], free]
+    Q_FF *= y_F[:, None]
+    Q_FF *= y_F
+    step = newton_step(Q_FF, 1.0 - y_F * f_U[free], y_F, -C * float(y[state == 2].sum()))
+    if step is None:
+        return False
+    a_F, b[p] = step
+    w = np.zeros(S.shape[0])  # weights y α of the kept rows: no gather of F's rows
+    w[slot] = y_F * a_F
+    np.dot(w, S, out=f)
+    f += f_U
+    alpha_F.fill(0.0)
+    alpha_F[free] = a_F
+    return True
+
+
+def _move_upper(
+    store: _RowStore,
+    p: int,
+    old: np.ndarray,
+    new: np.ndarray,
+    y: np.ndarray,
+    C: float,
+    f_U: np.ndarray,
+) -> None:
+    """f_U += the rows of the points that joined U (C y K) less those that left it."""
+    joined = np.flatnonzero((new == 2) & (old != 2))
+    left = np.flatnonzero((old == 2) & (new != 2))
+    moved = np.concatenate((joined, left))
+    if moved.size:
+        sign = np.concatenate((np.full(joined.size, C), np.full(left.size, -C)))
+        rows = store.S[p].take(store.slot[p, moved], axis=0)
+        f_U += (sign * y[moved]) @ rows
+
+
+def _next_sets(
+    state: np.ndarray,
+    y: np.ndarray,
+    f: np.ndarray,
+    alpha_F: np.ndarray,
+    b: np.ndarray,
+    C: float,
+    theta: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each problem's next sets and its violations, as :func:`.active_set_solve`'s round: free
+    points outside the box go to their bound, bound points violating by more than θ become free
+    (pads never move)."""
+    violation = y * (f + b[:, None]) - 1.0
+    at_zero, free = state == 0, state == 1
+    np.negative(violation, out=violation, where=at_zero)
+    np.copyto(violation, np.maximum(-alpha_F, alpha_F - C), where=free)
+    violation[y == 0.0] = -np.inf
+    new = state.copy()
+    new[free & (alpha_F < 0.0)] = 0
+    new[free & (alpha_F > C)] = 2
+    new[(state == 2) & (violation > theta)] = 1
+    entering = (violation > theta) & at_zero
+    counts = entering.sum(axis=1)
+    allowed = np.maximum(MIN_ENTERING, free.sum(axis=1))
+    for a in np.flatnonzero(counts > allowed):  # the most violating first
+        e = np.flatnonzero(entering[a])
+        entering[a] = False
+        entering[a, e[np.argpartition(-violation[a, e], allowed[a])[: allowed[a]]]] = True
+    new[entering] = 1
+    return new, violation
+
+
+def _limit_changes(
+    new: np.ndarray,
+    state: np.ndarray,
+    violation: np.ndarray,
+    budget: np.ndarray,
+    last_changes: np.ndarray,
+    act: np.ndarray,
+) -> None:
+    """Damp as :func:`.active_set_solve`: a problem whose round changes no fewer points than its
+    last halves its budget of changes, and keeps only its largest changes beyond it."""
+    changed = new != state
+    n_changed = changed.sum(axis=1)
+    halve = n_changed >= last_changes[act]
+    budget[act[halve]] = np.maximum(1, budget[act[halve]] // 2)
+    last_changes[act] = n_changed
+    for a in np.flatnonzero(n_changed > budget[act]):
+        keep_n = int(budget[act[a]])
+        c = np.flatnonzero(changed[a])
+        keep = c[np.argpartition(-violation[a, c], keep_n)[:keep_n]]
+        undo = np.setdiff1d(c, keep, assume_unique=True)
+        new[a, undo] = state[a, undo]
+
+
+def _finish(
+    state: np.ndarray,
+    alpha_F: np.ndarray,
+    f: np.ndarray,
+    y: np.ndarray,
+    C: float,
+    tol: float,
+    n_iter: int,
+) -> SMOResult | None:
+    """A settled problem's result; None if it fails SMO's stopping test (as :mod:`.active_set`)."""
+    alpha = np.where(state == 2, C, 0.0)
+    free = state == 1
+    alpha[free] = alpha_F[free]
+    grad_F = y - f  # F = −y∘∇f with ∇f = y∘f − e
+    if not kkt_gap(alpha, grad_F, y, C) < tol:
+        return None
+    return SMOResult(
+        alpha=alpha,
+        intercept=intercept_rule(alpha, grad_F, y, C),
+        objective=dual_objective(alpha, grad_F, y),
+        n_iter=n_iter,
+        converged=True,
+        n_kernel_rows=0,
+    )
