@@ -4,7 +4,8 @@ A binary problem goes to batched working sets (``solvers.batched_smo``) from ``B
 rows, else to an SMO probe that may hand over to primal-dual active sets (``solvers.active_set``),
 else to SMO alone (``solvers.smo``); up to ``DENSE_MAX_ROWS`` rows on a whole kernel matrix
 (``kernel_matrices``), beyond on rows cached as they are needed. Many one-vs-one rbf problems at
-once go to ``solvers.lockstep_smo`` over one kernel matrix of all rows, with the same hand-over.
+once go to ``solvers.lockstep_smo`` over one kernel matrix of all rows, with the same hand-over to
+active sets, also taken by all problems at once (``solvers.lockstep_active_set``).
 Large scratch arrays come from ``workspace``.
 """
 
