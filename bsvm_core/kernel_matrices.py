@@ -79,24 +79,26 @@ def rbf_symmetric_fill(
     if block_rows is None:
         block_rows = max(SYMMETRIC_MIN_BLOCK_ROWS, -(-n // 4))
     block_rows = max(1, min(block_rows, n))
-    # (c, R) with R = [x̃_t, 1, γ‖x̃_t‖²] by column; its last row also gives the float32 bound
-    center, right64 = rbf_support_factor(X, gamma)
-    bound = float32_exponent_bound(d, float(right64[-1].max(initial=0.0)))
-    if bound <= FLOAT32_EXPONENT_MAX_ERROR:
-        right = right64.astype(np.float32)
-        left = np.empty((n, d + 2), dtype=np.float32)  # [2γx̃_i, −γ‖x̃_i‖², −1]
-        left[:, :d], left[:, d], left[:, d + 1] = 2.0 * gamma * right64[:d].T, -right64[-1], -1.0
+    with workspace() as scratch_of, single_blas_thread():  # factors and blocks: kept buffers
+        # (c, R) with R = [x̃_t, 1, γ‖x̃_t‖²] by column; its last row also gives the float32 bound
+        center, right64 = rbf_support_factor(X, gamma, scratch_of)
+        bound = float32_exponent_bound(d, float(right64[-1].max(initial=0.0)))
+        if bound <= FLOAT32_EXPONENT_MAX_ERROR:
+            right = scratch_of((d + 2, n), dtype=np.float32)
+            np.copyto(right, right64, casting="same_kind")
+            left = scratch_of((n, d + 2), dtype=np.float32)  # [2γx̃_i, −γ‖x̃_i‖², −1]
+            np.multiply(right64[:d].T, 2.0 * gamma, out=left[:, :d], casting="same_kind")
+            left[:, d], left[:, d + 1] = -right64[-1], -1.0
 
-        def upper(r0: int, r1: int, out: np.ndarray) -> None:
-            np.dot(left[r0:r1], right[:, r0:], out=out)
-            np.exp(out, out=out)
+            def upper(r0: int, r1: int, out: np.ndarray) -> None:
+                np.dot(left[r0:r1], right[:, r0:], out=out)
+                np.exp(out, out=out)
 
-    else:
+        else:
 
-        def upper(r0: int, r1: int, out: np.ndarray) -> None:
-            out[...] = exp_float32(rbf_product(X[r0:r1], center, right64[:, r0:], gamma))
+            def upper(r0: int, r1: int, out: np.ndarray) -> None:
+                out[...] = exp_float32(rbf_product(X[r0:r1], center, right64[:, r0:], gamma))
 
-    with workspace() as scratch_of, single_blas_thread():
         scratch = scratch_of(block_rows * n, dtype=np.float32)
         for r0 in range(0, n, block_rows):
             r1 = min(r0 + block_rows, n)

@@ -21,6 +21,7 @@ most KERNEL_ERROR · Σ_s |w_s|, plus the two float64 products' own rounding, m 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -32,11 +33,14 @@ KERNEL_ERROR = 2.0**-24 * (math.exp(-1.0) + 2.0 * EXP32_ULPS) * (1.0 + 2.0**-20)
 """Bound on |K₃₂ − K₆₄| of one kernel entry, K₃₂ = float(exp32(float32(a))), K₆₄ = exp(a), a ≤ 0."""
 
 
-def rbf_support_factor(S: np.ndarray, gamma: float) -> tuple[np.ndarray, np.ndarray]:
-    """(c, R): c the mean of the support vectors S and R = [S − c, 1, γ‖S − c‖²]ᵀ, (d + 2, m)."""
+def rbf_support_factor(
+    S: np.ndarray, gamma: float, empty: Callable[..., np.ndarray] = np.empty
+) -> tuple[np.ndarray, np.ndarray]:
+    """(c, R): c the mean of the support vectors S and R = [S − c, 1, γ‖S − c‖²]ᵀ, (d + 2, m).
+    ``empty`` makes R and the centred copy of S (a ``workspace.workspace``'s, say)."""
     center = S.mean(axis=0) if S.shape[0] else np.zeros(S.shape[1])
-    Sc = S - center
-    right = np.empty((S.shape[1] + 2, S.shape[0]))
+    Sc = np.subtract(S, center, out=empty(S.shape))
+    right = empty((S.shape[1] + 2, S.shape[0]))
     right[:-2] = Sc.T
     right[-2] = 1.0
     right[-1] = gamma * np.einsum("ij,ij->i", Sc, Sc)

@@ -17,10 +17,12 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-RETAINED_MB = 32.0
+RETAINED_MB = 48.0
 """Most memory each thread keeps between solves (the largest buffers first): digits' one-vs-one
-fit keeps 23 MB (its float32 distance matrix and the active sets' rows), breast cancer 8 MB; a
-dense matrix of 1,400 rows is 16 MB. Larger fits take fresh pages, a smaller share of their time."""
+fit keeps 35 MB (its float32 distance matrix 12 MB, the lockstep active sets' kept rows 19 MB, the
+matrix fill's scratch 3 MB; at 32 MB one of them went back each fit, 1,300 page faults), breast
+cancer 8 MB; a dense matrix of 1,400 rows is 16 MB. Larger fits take fresh pages, a smaller share
+of their time."""
 
 Empty = Callable[..., np.ndarray]
 """``empty(shape, dtype=np.float64)``: an uninitialised array, like ``np.empty``."""
