@@ -43,6 +43,10 @@ def distance_matrix(K: np.ndarray) -> np.ndarray:
     return np.maximum(K, K.dtype.type(0.5 * TAU), out=K)
 
 
+_DIRECTION = np.array([[1.0], [-1.0]])
+"""Signs of the pair's moves: α_i += y_i t, α_j −= y_j t (rows i, j of a (2, problems) array)."""
+
+
 def _pad(problems: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
     """(rows, y) of shape (P, m): each problem's rows and ±1 targets, padded (row 0, y = 0)."""
     m = max(rows.size for rows, _ in problems)
@@ -138,21 +142,19 @@ def lockstep_smo(
             up, low, cap = up[keep], low[keep], cap[keep]
             continue
         D_j = flat.take((cols[r, j] * n)[:, None] + cols)
-        y_i, y_j = y[r, i], y[r, j]
-        a_i, a_j = alpha[r, i], alpha[r, j]
-        room_i = np.where(y_i > 0, C - a_i, a_i)
-        room_j = np.where(y_j > 0, a_j, C - a_j)
-        t = np.minimum((g_max - F[r, j]) / (2.0 * D_i[r, j]), np.minimum(room_i, room_j))
+        ij = np.stack((i, j))  # row 0: i, row 1: j
+        y_ij, a_ij = y[r, ij], alpha[r, ij]
+        s_ij = y_ij * _DIRECTION  # α_i moves by y_i t, α_j by −y_j t
+        room = np.where(s_ij > 0, C - a_ij, a_ij)
+        t = np.minimum((g_max - F[r, j]) / (2.0 * D_i[r, j]), room.min(axis=0))
         # a step that reaches a bound puts the variable on it exactly
-        a_i = np.where(t >= room_i, np.where(y_i > 0, C, 0.0), a_i + y_i * t)
-        a_j = np.where(t >= room_j, np.where(y_j > 0, 0.0, C), a_j - y_j * t)
-        alpha[r, i], alpha[r, j] = a_i, a_j
+        a_ij = np.where(t >= room, np.where(s_ij > 0, C, 0.0), a_ij + s_ij * t)
+        alpha[r, ij] = a_ij
         change = np.subtract(D_i, D_j, dtype=np.float64)
         change *= t[:, None]
         F += change
-        for k, a_k, y_k in ((i, a_i, y_i), (j, a_j, y_j)):
-            at_c, at_0 = a_k >= C, a_k <= 0.0
-            up[r, k] = np.where(np.where(y_k > 0, at_c, at_0), -inf, 0.0)
-            low[r, k] = np.where(np.where(y_k > 0, at_0, at_c), inf, 0.0)
+        at_c, at_0, pos = a_ij >= C, a_ij <= 0.0, y_ij > 0
+        up[r, ij] = np.where(np.where(pos, at_c, at_0), -inf, 0.0)
+        low[r, ij] = np.where(np.where(pos, at_0, at_c), inf, 0.0)
         step += 1
     return [res for res in results if res is not None]  # every problem stopped once
