@@ -142,13 +142,15 @@ def lockstep_smo(
             up, low, cap = up[keep], low[keep], cap[keep]
             continue
         D_j = flat.take((cols[r, j] * n)[:, None] + cols)
-        ij = np.stack((i, j))  # row 0: i, row 1: j
+        ij = np.array((i, j))  # row 0: i, row 1: j
         y_ij, a_ij = y[r, ij], alpha[r, ij]
         s_ij = y_ij * _DIRECTION  # α_i moves by y_i t, α_j by −y_j t
-        room = np.where(s_ij > 0, C - a_ij, a_ij)
-        t = np.minimum((g_max - F[r, j]) / (2.0 * D_i[r, j]), room.min(axis=0))
+        rises = s_ij > 0
+        room = np.where(rises, C - a_ij, a_ij)
+        # gap_j = m − F_j (j is in I_low: its penalty is 0)
+        t = np.minimum(gap_j / (2.0 * D_i[r, j]), room.min(axis=0))
         # a step that reaches a bound puts the variable on it exactly
-        a_ij = np.where(t >= room, np.where(s_ij > 0, C, 0.0), a_ij + s_ij * t)
+        a_ij = np.where(t >= room, np.where(rises, C, 0.0), a_ij + s_ij * t)
         alpha[r, ij] = a_ij
         change = np.subtract(D_i, D_j, dtype=np.float64)
         change *= t[:, None]
