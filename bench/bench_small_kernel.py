@@ -7,7 +7,7 @@ ratio, the dual objective's relative difference from libsvm's (binary sets), the
 training-set labels and the peak RSS of the process over the runs, next to the memory the solvers'
 workspace keeps between fits (``bsvm_core.workspace``).
 
-``python -m bench.bench_small_kernel [--repeat 21] [--C 1 10]``
+``python -m bench.bench_small_kernel [--repeat 21] [--C 1 10] [--sets breast digits]``
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ def _cpu_fit(estimator: object, X: np.ndarray, y: np.ndarray) -> float:
     return time.process_time() - start
 
 
-def run(repeat: int, Cs: list[float]) -> list[str]:
-    """Markdown rows, one per set and C."""
+def run(repeat: int, Cs: list[float], only: list[str] | None = None) -> list[str]:
+    """Markdown rows, one per set and C (only the sets whose names contain one of ``only``)."""
     lines = [
         "| set | n | C | SVC CPU ms | KernelSVM CPU ms | ratio | dual obj rel diff | agree | "
         "peak RSS MB | kept MB |",
@@ -63,6 +63,8 @@ def run(repeat: int, Cs: list[float]) -> list[str]:
     sys.stdout.write("\n".join(lines) + "\n")
     peak = _rss_bytes()
     for name, X, y in _sets():
+        if only and not any(word in name for word in only):
+            continue
         X = StandardScaler().fit_transform(X)
         for C in Cs:
             sk_times, our_times = [], []
@@ -91,8 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_small_kernel", description=__doc__)
     parser.add_argument("--repeat", type=int, default=21, help="fits of each, interleaved")
     parser.add_argument("--C", type=float, nargs="+", default=[1.0, 10.0], dest="Cs")
+    parser.add_argument("--sets", nargs="+", help="only sets whose names contain one of these")
     args = parser.parse_args(argv)
-    run(args.repeat, args.Cs)
+    run(args.repeat, args.Cs, args.sets)
     return 0
 
 
