@@ -27,7 +27,7 @@ import numpy as np
 
 from ..workspace import Empty
 from .active_set import MAX_ROUNDS, MIN_ENTERING, SEED_PER_CLASS, newton_step
-from .lockstep_smo import _pad
+from .lockstep_smo import pad_problems
 from .smo import SMOResult, intercept_rule
 
 
@@ -116,7 +116,7 @@ def lockstep_active_sets(
     list of SMOResult or None
         In the order of ``problems``; ``n_iter`` counts the rounds.
     """
-    cols, y = _pad(problems)
+    cols, y = pad_problems(problems)
     P, m = cols.shape
     sizes = [rows.size for rows, _ in problems]
     limit = min(m, int(cache_mb * 2**20 // (8 * P * m)))

@@ -47,7 +47,7 @@ _DIRECTION = np.array([[1.0], [-1.0]])
 """Signs of the pair's moves: α_i += y_i t, α_j −= y_j t (rows i, j of a (2, problems) array)."""
 
 
-def _pad(problems: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+def pad_problems(problems: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
     """(rows, y) of shape (P, m): each problem's rows and ±1 targets, padded (row 0, y = 0)."""
     m = max(rows.size for rows, _ in problems)
     cols = np.zeros((len(problems), m), dtype=np.intp)
@@ -90,7 +90,7 @@ def lockstep_smo(
     """
     n = D.shape[0]
     flat = D.reshape(-1)
-    cols, y = _pad(problems)
+    cols, y = pad_problems(problems)
     P, m = cols.shape
     valid = y != 0.0
     inf = np.inf
