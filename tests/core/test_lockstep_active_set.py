@@ -204,3 +204,20 @@ def test_a_lockstep_fit_stays_within_its_memory_estimate() -> None:
         workspace._kept.buffers = []
     assert peak > 4 * X.shape[0] ** 2  # the float32 matrix at least: the fit was traced
     assert peak <= estimate_fit_bytes(KernelSVM(), *X.shape, 10)
+
+
+def test_problems_of_unequal_sizes_never_move_their_pads() -> None:
+    """Classes of 30 to 240 rows: each problem is padded to the largest, and its pads stay out of
+    every set (each result has its own size and matches one at a time)."""
+    X, y = _data(1200, 6, seed=6, flip=0.1)
+    keep = np.concatenate([np.flatnonzero(y == c)[: 30 + 42 * c] for c in range(6)])
+    X, y = X[keep], y[keep]
+    D, jobs = _problems(X, y)
+    assert len({rows.size for rows, _ in jobs}) > 5
+    probes = lockstep_smo(D, jobs, 3.0, steps=[r.size // 4 for r, _ in jobs])
+    starts = [p.alpha for p in probes]
+    batched = lockstep_active_sets(D, jobs, starts, 3.0, 1e-3, 200.0)
+    _assert_same(batched, _one_at_a_time(D, jobs, starts, 3.0))
+    solved = [(rows, r) for (rows, _), r in zip(jobs, batched, strict=True) if r is not None]
+    assert len(solved) >= len(jobs) - 2
+    assert all(r.alpha.size == rows.size for rows, r in solved)
