@@ -268,12 +268,12 @@ def _lockstep_fit(
     ready = [
         p
         for p, sol in enumerate(solved)
-        if not sol.converged
+        if full_rank
+        and not sol.converged
         and sol.n_iter >= probe_steps[p]
-        and full_rank
         and _mostly_free(sol.alpha, C)
     ]
-    by_active_set = {}
+    by_active_set: dict[int, SMOResult] = {}
     if ready:
         with workspace() as empty:  # the kept rows: buffers kept from the last fit
             done = lockstep_active_sets(

@@ -182,8 +182,9 @@ def test_digits_one_vs_one_uses_it_and_agrees_with_libsvm(monkeypatch: pytest.Mo
     batched = kernel_dual.lockstep_active_sets
 
     def spy(*args: object) -> list:
-        results.extend(batched(*args))
-        return results
+        out = batched(*args)
+        results.extend(out)
+        return out
 
     monkeypatch.setattr(kernel_dual, "lockstep_active_sets", spy)
     ours = KernelSVM().fit(X, y)
