@@ -66,6 +66,9 @@ class KernelSVM(SVMClassifierBase):
     ``ACTIVE_SET_MAX_ROWS`` rows (finite C, not sigmoid, ``max_iter=None``, features of rank ≥ 8)
     a short SMO probe that leaves mostly free points hands them to a primal-dual active-set solver
     (``solvers.active_set``; SMO resumes when it gives up), which meets the same stopping rule.
+    One-vs-one rbf fits of many problems take the probe and the active-set rounds of all problems
+    at once (``solvers.lockstep_smo``, ``solvers.lockstep_active_set``), from
+    ``LOCKSTEP_ACTIVE_SET_MIN_ROWS`` rows a problem.
 
     Parameters
     ----------

@@ -221,3 +221,28 @@ def test_problems_of_unequal_sizes_never_move_their_pads() -> None:
     solved = [(rows, r) for (rows, _), r in zip(jobs, batched, strict=True) if r is not None]
     assert len(solved) >= len(jobs) - 2
     assert all(r.alpha.size == rows.size for rows, r in solved)
+
+
+def test_lockstep_pairs_from_150_rows_hand_over_and_keep_the_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pairs of ~170 rows (below one-at-a-time's 200) go to the active sets in a lockstep fit,
+    and the model is the one-at-a-time fit's (pairs that small stay with SMO there)."""
+    X, y = _data(850, 10, seed=7, flip=0.05)
+    sizes = []
+    real = kernel_dual.lockstep_active_sets
+
+    def spy(D, jobs, *args):
+        sizes.extend(rows.size for rows, _ in jobs)
+        return real(D, jobs, *args)
+
+    monkeypatch.setattr(kernel_dual, "lockstep_active_sets", spy)
+    joint = KernelSVM(C=10.0).fit(X, y)
+    assert sizes and all(
+        kernel_dual.LOCKSTEP_ACTIVE_SET_MIN_ROWS <= s < kernel_dual.ACTIVE_SET_MIN_ROWS
+        for s in sizes
+    )
+    monkeypatch.setattr(kernel_dual, "LOCKSTEP_MIN_PROBLEMS", 10**9)
+    alone = KernelSVM(C=10.0).fit(X, y)
+    np.testing.assert_allclose(joint.objective_, alone.objective_, rtol=1e-4)
+    assert np.mean(joint.predict(X) == alone.predict(X)) >= 0.995
