@@ -13,7 +13,7 @@ from typing import Any
 
 from .bayesian_svm import BayesianSVM
 from .exceptions import BsvmValueError
-from .kernel_dual import ACTIVE_SET_MAX_ROWS, DENSE_MAX_ROWS, LOCKSTEP_MAX_ROWS
+from .kernel_dual import ACTIVE_SET_MAX_ROWS, DENSE_MAX_ROWS, lockstep_applies
 from .kernel_svm import KernelSVM
 from .lda import LDA
 from .linear_svm import LinearSVM
@@ -103,9 +103,9 @@ def estimate_fit_bytes(estimator: Any, n_samples: int, n_features: int, n_classe
     Counts validated and standardised copies of X (3 n d float64), KernelSVM's kernel rows
     (within ``cache_mb``, one binary problem at a time: float32 rows of at most n entries, or up
     to ``DENSE_MAX_ROWS`` rows a float64 matrix, with the active sets' kept rows and their
-    gathering buffer below ``ACTIVE_SET_MAX_ROWS``: up to 24 n² bytes; one-vs-one fits in lockstep
-    up to ``LOCKSTEP_MAX_ROWS`` rows: a float32 matrix and every problem's kept float64 rows,
-    12 n² with half of each problem's rows kept) and
+    gathering buffer below ``ACTIVE_SET_MAX_ROWS``: up to 24 n² bytes; one-vs-one fits that
+    ``kernel_dual.lockstep_applies`` takes: a float32 matrix and every problem's kept float64
+    rows, 12 n² with half of each problem's rows kept) and
     BayesianSVM's per-problem design matrices and per-chain draws before they are stacked.
     """
     _check_shape(n_samples, n_features, n_classes)
@@ -115,9 +115,11 @@ def estimate_fit_bytes(estimator: Any, n_samples: int, n_features: int, n_classe
     if isinstance(estimator, KernelSVM):
         # dense matrix (8 n²) and, below ACTIVE_SET_MAX_ROWS, kept rows and their gathering buffer
         rows = (24 if n < ACTIVE_SET_MAX_ROWS else 8 if n <= DENSE_MAX_ROWS else 4) * n * n
-        if K > 2 and getattr(estimator, "multiclass", "ovr") == "ovo" and n <= LOCKSTEP_MAX_ROWS:
-            rows = max(rows, 12 * n * n)
-        working += min(int(float(estimator.cache_mb) * 2**20), rows) + 4 * FLOAT * n
+        cache_mb = float(estimator.cache_mb)
+        P = len(_problems(estimator, K)) if estimator.multiclass == "ovo" else 0
+        if lockstep_applies(n, P, estimator.kernel, float(estimator.C), cache_mb):
+            rows = max(rows, 12 * n * n)  # its float32 matrix and the problems' kept rows
+        working += min(int(cache_mb * 2**20), rows) + 4 * FLOAT * n
     if isinstance(estimator, BayesianSVM):
         P = 1 if K == 2 else K
         working += FLOAT * P * n * (d + 1) + artifact  # tasks, and chain outputs before stacking
