@@ -392,7 +392,7 @@ class KernelSVM(SVMClassifierBase):
 
         rbf screens with float32 exponentials (``rbf_scoring``): a row whose label the error
         bound cannot settle is scored again in float64, so the labels are those of the float64
-        decision values.
+        decision values (to float64's own rounding, which BLAS's kernel and the batch's shape move).
         """
         check_fitted(self, "binary_models_")
         X = check_predict_data(self, X)
