@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from . import rbf_scoring
 from ._blas import single_blas_thread
 from ._svm_base import SVMClassifierBase
 from ._validation import FLOAT_MAX, check_fitted, check_predict_data
@@ -390,15 +391,17 @@ class KernelSVM(SVMClassifierBase):
     def predict(self, X: Any) -> np.ndarray:
         """Predicted class labels, shape (n_samples,).
 
-        rbf screens with float32 exponentials (``rbf_scoring``): a row whose label the error
-        bound cannot settle is scored again in float64, so the labels are those of the float64
-        decision values (to float64's own rounding, which BLAS's kernel and the batch's shape move).
+        rbf screens with float32 exponentials where they pay (``rbf_scoring.FLOAT32_SCREEN``): a
+        row whose label the error bound cannot settle is scored again in float64, so the labels
+        are those of the float64 decision values (to float64's own rounding, which BLAS's kernel
+        and the batch's shape move).
         """
         check_fitted(self, "binary_models_")
         X = check_predict_data(self, X)
         problems, n_classes = self.binary_problems_, self.classes_.size
         screen = (
-            self.kernel == "rbf"
+            rbf_scoring.FLOAT32_SCREEN
+            and self.kernel == "rbf"
             and X.shape[0] * self.support_vectors_.shape[0] >= FLOAT32_MIN_ENTRIES
         )
         if not screen:

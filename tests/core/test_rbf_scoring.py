@@ -11,7 +11,7 @@ from scipy.spatial.distance import cdist
 from sklearn.datasets import load_breast_cancer, load_iris, make_classification
 from sklearn.preprocessing import StandardScaler
 
-from bsvm_core import KernelSVM
+from bsvm_core import KernelSVM, rbf_scoring
 from bsvm_core.multiclass import binary_problems, certain_labels, label_index
 from bsvm_core.rbf_scoring import (
     FLOAT32_FLOOR,
@@ -22,6 +22,10 @@ from bsvm_core.rbf_scoring import (
     rbf_product,
     rbf_support_factor,
 )
+
+
+def test_screen_is_used_where_float64_exp_is_not_simd() -> None:
+    assert rbf_scoring.FLOAT32_SCREEN is not rbf_scoring.float64_exp_is_simd()
 
 
 def test_float32_exp_within_the_kernel_error() -> None:
@@ -118,8 +122,30 @@ def _boundary_rows(model: KernelSVM, X: np.ndarray, n: int, steps: int = 80) -> 
     return np.array(rows)
 
 
+@pytest.fixture(params=[True, False], ids=["screen", "float64"])
+def screen(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """Both ways ``predict`` may take, whatever this CPU's default (``FLOAT32_SCREEN``)."""
+    monkeypatch.setattr(rbf_scoring, "FLOAT32_SCREEN", request.param)
+    return request.param
+
+
+def _spy_float32(model: KernelSVM, monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Records the ``float32_exp`` of every ``_decision_matrix`` call of ``model``."""
+    calls: list[bool] = []
+    real = model._decision_matrix
+
+    def spy(X: np.ndarray, float32_exp: bool = False) -> np.ndarray:
+        calls.append(float32_exp)
+        return real(X, float32_exp)
+
+    monkeypatch.setattr(model, "_decision_matrix", spy)
+    return calls
+
+
 @pytest.mark.parametrize("multiclass", ["binary", "ovo", "ovr"])
-def test_predict_equals_float64_labels_on_the_boundary(multiclass: str) -> None:
+def test_predict_equals_float64_labels_on_the_boundary(
+    multiclass: str, screen: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     if multiclass == "binary":
         X, y = load_breast_cancer(return_X_y=True)
         model = KernelSVM(C=1.0)
@@ -140,7 +166,9 @@ def test_predict_equals_float64_labels_on_the_boundary(multiclass: str) -> None:
     # rounding of a tie has no one float64 label: every other row must get exactly D's label
     rounding = FLOAT64_ALLOWANCE * (1.0 + np.abs(model.dual_coef_).sum(axis=1))
     sure = ~_near_a_tie(D, rounding, multiclass)
+    calls = _spy_float32(model, monkeypatch)
     np.testing.assert_array_equal(model.predict(Xt)[sure], expected[sure])
+    assert calls[0] is screen  # float32 first exactly when screening
     start = len(X) + len(edge)
     assert np.all(sure[: len(X)]) and np.all(sure[start + len(near) :])
     assert np.count_nonzero(sure[start : start + len(near)]) >= 30  # most near rows are checked
@@ -152,7 +180,7 @@ def test_predict_equals_float64_labels_on_the_boundary(multiclass: str) -> None:
     assert not certain.any()
 
 
-def test_predict_is_decision_sign_for_binary() -> None:
+def test_predict_is_decision_sign_for_binary(screen: bool) -> None:
     X, y = load_breast_cancer(return_X_y=True)
     X = StandardScaler().fit_transform(X)
     model = KernelSVM().fit(X, y)
