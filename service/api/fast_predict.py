@@ -1,7 +1,8 @@
 """``POST /predict`` with our own JSON body, read straight into numpy and answered in one dump.
 
-A valid body of our own format is parsed once by orjson, its ``X`` turned into a float64 matrix
-by numpy, and the outputs serialised once by orjson: no pydantic validation of every number, no
+A valid body of our own format is parsed once, by simdjson with its ``X`` copied straight into a
+float64 matrix (``simd_body``) or, where that reader is unsure, by orjson with ``X`` packed into
+one, and the outputs serialised once by orjson: no pydantic validation of every number, no
 second parse, no dependency resolution, no re-validation of the response model. Anything this
 reader is not sure of (bad JSON, a field of the wrong type or out of its bounds, an unknown
 field, a ragged or non-numeric ``X``) returns ``None`` and the request takes the full FastAPI path
@@ -26,6 +27,7 @@ import numpy as np
 import orjson
 from starlette.concurrency import run_in_threadpool
 
+from service.api import simd_body
 from service.api.schemas.predict import (
     MAX_OUTPUTS,
     MODEL_REF_MAX_CHARS,
@@ -43,6 +45,9 @@ DEFAULT_OUTPUTS = ("predictions",)
 RESPONSE_FIELDS = tuple(PredictResponse.model_fields)
 INLINE_BYTES = 2**20
 """Predicts whose working memory (rows × bytes per row) is at most this run on the event loop."""
+SIMD_MIN_BYTES = 4096
+"""Bodies from this size are read by simdjson (``simd_body``); below it orjson's lower fixed cost
+wins (one row of 30 numbers: 4.5 µs against 6.3; they cross at about 5 rows, 3 KB)."""
 PACK_ROWS = 4096
 """Rows of a body packed into bytes at a time (``_matrix``)."""
 
@@ -111,13 +116,28 @@ def _matrix(rows: Any) -> np.ndarray | None:
     return out
 
 
-def fast_body(raw: bytes) -> FastBody | None:
-    """The body when it is certainly a valid ``PredictRequest``, else ``None`` (see docstring)."""
+def _read(raw: bytes) -> tuple[dict[str, Any], Any] | None:
+    """(the body's fields but ``X``, ``X`` as a matrix or nested lists): simdjson where it is sure
+    (``simd_body``), else orjson; None when the body is not a JSON object."""
+    read = simd_body.read(raw) if len(raw) >= SIMD_MIN_BYTES else None
+    if read is not None:
+        return read
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError:
         return None
-    if type(value) is not dict or not value.keys() <= FIELDS:
+    if type(value) is not dict:
+        return None
+    return value, value.pop("X", None)
+
+
+def fast_body(raw: bytes) -> FastBody | None:
+    """The body when it is certainly a valid ``PredictRequest``, else ``None`` (see docstring)."""
+    read = _read(raw)
+    if read is None:
+        return None
+    value, rows = read
+    if not value.keys() <= FIELDS:
         return None
     model = value.get("model")
     if type(model) is not str or not 1 <= len(model) <= MODEL_REF_MAX_CHARS:
@@ -133,7 +153,7 @@ def fast_body(raw: bytes) -> FastBody | None:
     names = value.get("feature_names")
     if names is not None and (type(names) is not list or not all(type(n) is str for n in names)):
         return None
-    X = _matrix(value.get("X"))
+    X = rows if type(rows) is np.ndarray else _matrix(rows)
     if X is None:
         return None
     return FastBody(model, X, list(outputs), float(level), names)
