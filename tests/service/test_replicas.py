@@ -6,12 +6,15 @@ Each server is a real ``python -m service`` on its own loopback port. They share
 
 from __future__ import annotations
 
+import ctypes
 import os
+import select
 import signal
+import struct
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -54,6 +57,42 @@ class Server:
                 self.process.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 self.process.kill()
+
+
+IN_CREATE = 0x100
+IN_ONLYDIR = 0x01000000
+EVENT = struct.Struct("iIII")  # inotify_event: wd, mask, cookie, len (then the name)
+
+
+def wait_for_temporary_file(root: Path, going: Callable[[], bool], timeout: float) -> bool:
+    """Block until a ``.tmp-`` file is created in a model folder under ``root`` (inotify): True;
+    False when ``going()`` turns false or ``timeout`` passes first."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.inotify_init1(os.O_CLOEXEC)
+    assert fd >= 0, os.strerror(ctypes.get_errno())
+    try:
+        assert libc.inotify_add_watch(fd, bytes(root), IN_CREATE | IN_ONLYDIR) >= 0
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not select.select([fd], [], [], 0.2)[0]:
+                if not going():
+                    return False
+                continue
+            data, offset = os.read(fd, 65536), 0
+            while offset < len(data):
+                *_, size = EVENT.unpack_from(data, offset)
+                name = data[offset + EVENT.size : offset + EVENT.size + size].rstrip(b"\0")
+                offset += EVENT.size + size
+                if name.startswith(b".tmp-"):
+                    return True
+                if name.startswith(b"m_"):  # a new model folder: watch it, and look in it
+                    folder = root / name.decode()
+                    assert libc.inotify_add_watch(fd, bytes(folder), IN_CREATE) >= 0
+                    if any(p.name.startswith(".tmp-") for p in folder.iterdir()):
+                        return True
+        return False
+    finally:
+        os.close(fd)
 
 
 @pytest.fixture()
@@ -164,23 +203,17 @@ def test_kill_9_during_a_save_leaves_no_debris_and_loses_no_acknowledged_model(p
     }
     models = Path(shared["artifact_url"].removeprefix("file://"))
     b.stop()  # so that a, the one killed, is the one saving
-    caught, job = False, None
-    for _ in range(3):  # the save must be caught in the act; a loaded machine may miss one
-        job = httpx.post(f"{a.url}/train", json={**big, "background": True}).json()
-        deadline, polls = time.monotonic() + 300, 0
-        while time.monotonic() < deadline:
-            if any(p.name.startswith(".tmp-") for p in models.glob("m_*/*")):
-                a.kill()
-                caught = True
-                break
-            polls += 1
-            if polls % 200 == 0:
-                status = httpx.get(f"{a.url}/jobs/{job['job_id']}").json()["status"]
-                if status not in ("queued", "running"):
-                    break
-        if caught:
-            break
+    job = httpx.post(f"{a.url}/train", json={**big, "background": True}).json()
+
+    def running() -> bool:
+        return httpx.get(f"{a.url}/jobs/{job['job_id']}").json()["status"] in ("queued", "running")
+
+    # told by the kernel the moment the temporary file appears (polling missed a 20 MB save on
+    # a fast disk three times in a row), so the kill lands while the bytes are being written
+    caught = wait_for_temporary_file(models, running, timeout=300)
     assert caught, "the save finished before the test could catch it (nothing was killed)"
+    a.kill()
+    assert any(p.name.startswith(".tmp-") for p in models.glob("m_*/*"))  # killed in the act
     restarted = Server(tmp_path / "a2", tmp_path, **{**shared, "sweep_grace_s": "0"})
     try:
         leftovers = [p for p in models.glob("m_*/*") if p.name.startswith(".tmp-")]
