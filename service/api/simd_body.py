@@ -143,3 +143,19 @@ def read(raw: bytes) -> tuple[dict[str, Any], Any] | None:
     if X.size != n * width or count_open(raw) != expected + n + 1:
         return None
     return fields, X.reshape(n, width)
+
+
+def number_array(text: bytes) -> np.ndarray | None:
+    """The numbers of ``text``, a JSON array of numbers holding no other ``[``, as a float64
+    vector (integers as ``float()`` reads them); None without simdjson or for any other text."""
+    if simdjson is None:
+        return None
+    try:
+        doc = _parser(len(text)).parse(text)
+        if type(doc) is not simdjson.Array:
+            return None
+        count = len(doc)
+        values = np.frombuffer(doc.as_buffer(of_type="d"), dtype=np.float64)
+    except (ValueError, TypeError, RuntimeError):
+        return None
+    return values if values.size == count else None

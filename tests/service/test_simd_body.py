@@ -193,3 +193,30 @@ def test_a_proxy_left_alive_costs_one_body_and_not_the_parser() -> None:
     assert simd_body.read(body(X=[[0.5]])) is None  # left to orjson
     del held
     assert simd_body.read(body(X=[[0.5]]))[1].tolist() == [[0.5]]
+
+
+def test_a_flat_array_of_numbers_comes_from_the_tape() -> None:
+    values = simd_body.number_array(
+        b"[1, -0.0, 2.5e-3, 18446744073709551615, -9223372036854775808]"
+    )
+    np.testing.assert_array_equal(values, [1.0, -0.0, 2.5e-3, 2.0**64, -(2.0**63)], strict=True)
+    assert np.signbit(values[1])
+    for text in (b"[1, 2", b"{}", b"[true]", b'["1"]', b"[1, 2] 3", b"[]x", b"[[1, 2], 3]"):
+        assert simd_body.number_array(text) is None, text
+    assert simd_body.number_array(b"[123456789012345678901234567890]") is None  # orjson's
+
+
+@pytest.mark.parametrize("name", ["plain", "exponents", "long integer", "17 digits", "overflowing"])
+def test_csv_blocks_read_alike_by_simdjson_and_orjson(monkeypatch, name) -> None:
+    from service.api.csv_matrix import numeric_matrix
+    from tests.service.test_csv_matrix import BODIES
+
+    raw = BODIES[name].encode()
+    fast = numeric_matrix(raw, lambda header: frozenset())
+    monkeypatch.setattr(simd_body, "simdjson", None)
+    slow = numeric_matrix(raw, lambda header: frozenset())
+    assert (fast is None) == (slow is None)
+    if fast is not None:
+        assert fast[0] == slow[0]
+        np.testing.assert_array_equal(fast[1], slow[1], strict=True)
+        assert np.array_equal(np.signbit(fast[1]), np.signbit(slow[1]))
