@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import importlib.metadata
 import platform
 
@@ -64,3 +65,11 @@ def test_version_reports_installed_libraries(tmp_path):
     assert body["python"] == platform.python_version()
     for name in ("numpy", "scipy", "scikit-learn", "fastapi"):
         assert body["libraries"][name] == importlib.metadata.version(name)
+
+
+def test_startup_objects_are_frozen_while_the_app_runs(tmp_path):
+    gc.unfreeze()
+    with TestClient(create_app(Settings(data_dir=tmp_path, log_level="warning"))) as client:
+        assert client.get("/health/live").status_code == 200
+        assert gc.get_freeze_count() > 10_000  # the modules, the app, the store
+    assert gc.get_freeze_count() == 0  # given back to the collector when the app stops
