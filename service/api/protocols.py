@@ -13,8 +13,6 @@ The API key was already checked by the middleware before any of this runs.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +22,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
+from service.api.csv_answer import csv_text
 from service.api.csv_bodies import CSV_MEDIA_TYPE, CsvRoute, is_csv
 from service.api.deps import get_predict_gate, get_settings, get_store
 from service.api.envelope import request_id_of
@@ -139,13 +138,8 @@ def wants_csv(accept: str | None) -> bool:
 
 def as_csv(out: dict[str, Any]) -> Response:
     """Our outputs as ``text/csv`` (a header row, then one row per input row)."""
-    header, rows = formats.table(out)
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(header)
-    writer.writerows([repr(v) if isinstance(v, float) else v for v in row] for row in rows)
     headers = {"X-Model-ID": out["model_id"], "X-Model-Version": str(out["version"])}
-    return Response(buffer.getvalue(), media_type=CSV_MEDIA_TYPE, headers=headers)
+    return Response(csv_text(out), media_type=CSV_MEDIA_TYPE, headers=headers)
 
 
 def respond(request: Request, out: dict[str, Any]) -> Any:

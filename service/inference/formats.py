@@ -349,12 +349,18 @@ def v2_metadata(record: Mapping[str, Any], versions: list[int], outputs: list[st
     }
 
 
-def _columns_of(values: list[Any], prefix: str, classes: Sequence[Any]) -> tuple[list[str], list]:
-    """Header names and per-row values of one output: 1-D → one column, 2-D → one per class."""
+def column_names(values: list[Any], prefix: str, classes: Sequence[Any]) -> tuple[list[str], bool]:
+    """Header names of one output, and whether it is 2-D: 1-D → one column, 2-D → one per class."""
     if values and isinstance(values[0], list):
-        return [f"{prefix}_{c}" for c in classes], values
+        return [f"{prefix}_{c}" for c in classes], True
     suffix = f"_{classes[-1]}" if prefix == "decision" else ""
-    return [prefix + suffix], [[v] for v in values]
+    return [prefix + suffix], False
+
+
+def _columns_of(values: list[Any], prefix: str, classes: Sequence[Any]) -> tuple[list[str], list]:
+    """Header names and per-row values of one output (``column_names``)."""
+    names, two_d = column_names(values, prefix, classes)
+    return names, values if two_d else [[v] for v in values]
 
 
 def table(out: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]:
