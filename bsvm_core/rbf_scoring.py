@@ -59,8 +59,9 @@ def float64_exp_is_simd() -> bool:
 
 FLOAT32_SCREEN = not float64_exp_is_simd()
 """Whether ``predict`` screens labels with the float32 exp. With AVX2 only, float64's exp is
-scalar (5 ns an entry) and the screen's clip, cast, exp and copy back take 1.4 ns; with AVX-512F,
-float64's exp takes 0.7 ns and the screen 1.5 ns, so labels come straight from float64."""
+scalar (5 ns an entry against float32's 1.35 ns; 100 rows × 119 support vectors: 134 → 106 µs
+with the screen); with AVX-512F, float64's exp takes 0.7 ns and the screen's clip, cast, exp and
+copy back 1.5 ns, so labels come straight from float64."""
 
 
 FLOAT32_FLOOR = -110.0

@@ -36,36 +36,9 @@ def _cells(column: list[Any]) -> list[str] | None:
     return None
 
 
-def _columns(out: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]:
-    """The header and the columns of ``formats.table(out)``, a column a list."""
-    classes = out["classes"]
-    header: list[str] = []
-    columns: list[list[Any]] = []
-
-    def add(values: list[Any], prefix: str) -> None:
-        names, _ = formats.column_names(values, prefix, classes)
-        header.extend(names)
-        if values and isinstance(values[0], list):
-            columns.extend(map(list, zip(*values, strict=True)))
-        else:
-            columns.append(values)
-
-    if out.get("predictions") is not None:
-        header.append("label")
-        columns.append(out["predictions"])
-    for key, prefix in (("decision_function", "decision"), ("probabilities", "probability")):
-        if out.get(key) is not None:
-            add(out[key], prefix)
-    intervals = out.get("intervals")
-    if intervals is not None:
-        add(intervals["lower"], "interval_lower")
-        add(intervals["upper"], "interval_upper")
-    return header, columns
-
-
 def csv_text(out: Mapping[str, Any]) -> str:
-    """``out`` as CSV: a header row, then one row per input row (``formats.table``'s)."""
-    header, columns = _columns(out)
+    """``out`` as CSV: a header row, then one row per input row (``formats.output_columns``)."""
+    header, columns = formats.output_columns(out)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(header)
@@ -73,6 +46,6 @@ def csv_text(out: Mapping[str, Any]) -> str:
     if columns and all(column is not None for column in cells):
         lines = cells[0] if len(cells) == 1 else map(",".join, zip(*cells, strict=True))
         return buffer.getvalue() + "\n".join(lines) + "\n"
-    _, rows = formats.table(out)
+    rows = zip(*columns, strict=True)
     writer.writerows([repr(v) if isinstance(v, float) else v for v in row] for row in rows)
     return buffer.getvalue()

@@ -131,14 +131,15 @@ def read(raw: bytes) -> tuple[dict[str, Any], Any] | None:
                 value = value.as_dict()
             fields[key] = value
     expected = _brackets(fields)
-    shape = _rows(doc["X"])
+    rows = doc["X"]
+    shape = _rows(rows)
     if expected is None or shape is None:
         return None
     n, width = shape
     try:
-        flat = doc["X"].as_buffer(of_type="d")
+        flat = rows.as_buffer(of_type="d")
     except TypeError:  # a boolean, a string, null or an object among the numbers
-        return fields, doc["X"].as_list()
+        return fields, rows.as_list()
     X = np.frombuffer(flat, dtype=np.float64)
     if X.size != n * width or count_open(raw) != expected + n + 1:
         return None

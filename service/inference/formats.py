@@ -349,22 +349,16 @@ def v2_metadata(record: Mapping[str, Any], versions: list[int], outputs: list[st
     }
 
 
-def column_names(values: list[Any], prefix: str, classes: Sequence[Any]) -> tuple[list[str], bool]:
-    """Header names of one output, and whether it is 2-D: 1-D → one column, 2-D → one per class."""
-    if values and isinstance(values[0], list):
-        return [f"{prefix}_{c}" for c in classes], True
-    suffix = f"_{classes[-1]}" if prefix == "decision" else ""
-    return [prefix + suffix], False
-
-
 def _columns_of(values: list[Any], prefix: str, classes: Sequence[Any]) -> tuple[list[str], list]:
-    """Header names and per-row values of one output (``column_names``)."""
-    names, two_d = column_names(values, prefix, classes)
-    return names, values if two_d else [[v] for v in values]
+    """Header names and columns of one output: 1-D → one column, 2-D → one per class."""
+    if values and isinstance(values[0], list):
+        return [f"{prefix}_{c}" for c in classes], [list(c) for c in zip(*values, strict=True)]
+    suffix = f"_{classes[-1]}" if prefix == "decision" else ""
+    return [prefix + suffix], [values]
 
 
-def table(out: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]:
-    """Our outputs as a header and one row per input row.
+def output_columns(out: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]:
+    """Our outputs as a header and one list per column.
 
     Columns: ``label``; ``decision_<class>`` (one column, for the second class, when binary);
     ``probability_<class>``; ``interval_lower``/``interval_upper`` (``_<class>`` when K > 2).
@@ -372,7 +366,7 @@ def table(out: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]:
     classes = out["classes"]
     parts: list[tuple[list[str], list]] = []
     if out.get("predictions") is not None:
-        parts.append((["label"], [[v] for v in out["predictions"]]))
+        parts.append((["label"], [out["predictions"]]))
     if out.get("decision_function") is not None:
         parts.append(_columns_of(out["decision_function"], "decision", classes))
     if out.get("probabilities") is not None:
@@ -382,6 +376,10 @@ def table(out: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]:
         parts.append(_columns_of(intervals["lower"], "interval_lower", classes))
         parts.append(_columns_of(intervals["upper"], "interval_upper", classes))
     header = [name for names, _ in parts for name in names]
-    n = len(parts[0][1]) if parts else 0
-    rows = [[v for _, values in parts for v in values[i]] for i in range(n)]
-    return header, rows
+    return header, [column for _, cols in parts for column in cols]
+
+
+def table(out: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]:
+    """Our outputs as a header and one row per input row (the rows of ``output_columns``)."""
+    header, cols = output_columns(out)
+    return header, [list(row) for row in zip(*cols, strict=True)]

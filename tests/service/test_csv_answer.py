@@ -60,9 +60,25 @@ def test_the_text_is_what_csv_writer_writes(out) -> None:
 
 
 def test_plain_columns_skip_csv_writer_and_others_do_not(monkeypatch) -> None:
-    calls = []
-    monkeypatch.setattr(formats, "table", lambda out: calls.append(1) or ([], []))
+    rows_written = []
+    real = csv.writer
+
+    def spy(*args, **kwargs):
+        writer = real(*args, **kwargs)
+
+        class Spy:
+            writerow = writer.writerow
+
+            def writerows(self, rows):
+                rows_written.append(1)
+                return writer.writerows(rows)
+
+        return Spy()
+
+    monkeypatch.setattr(csv_answer.csv, "writer", spy)
     plain = {"classes": ["a", "b"], "predictions": ["a", "b"], "decision_function": [0.5, -1.0]}
-    assert csv_answer.csv_text(plain) == "label,decision_b\na,0.5\nb,-1.0\n" and not calls
-    csv_answer.csv_text({**plain, "predictions": ["a,x", "b"]})
-    assert calls == [1]  # a label csv.writer quotes: the whole table goes through it
+    assert csv_answer.csv_text(plain) == "label,decision_b\na,0.5\nb,-1.0\n" and not rows_written
+    assert csv_answer.csv_text({**plain, "predictions": ["a,x", "b"]}).startswith(
+        'label,decision_b\n"a,x",0.5\n'
+    )
+    assert rows_written == [1]  # a label csv.writer quotes: the whole table goes through it
