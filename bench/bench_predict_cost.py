@@ -12,7 +12,9 @@ interleaved, and the median is shown. Run::
     .venv/bin/python -m bench.bench_predict_cost [--requests 2000] [--rounds 3]
 
 The model is a KernelSVM (rbf, C = 1) on scikit-learn's standardised breast-cancer data (30
-features). Peak RSS is the server's ``VmHWM`` at the end.
+features). Peak RSS is the server's ``VmHWM`` at the end. The same rows also go to
+``/v2/models/{id}/infer`` as Open Inference Protocol binary tensor data (raw float64 after the
+JSON header), which no number is parsed from text.
 """
 
 from __future__ import annotations
@@ -122,6 +124,21 @@ class Client:
         )
         return head.encode() + data
 
+    def binary_request(self, path: str, X: np.ndarray) -> bytes:
+        """Prebuilt bytes of an Open Inference Protocol request with ``X`` as binary FP64 data,
+        asking for labels only (as ``/predict`` answers by default)."""
+        data = np.ascontiguousarray(X, dtype="<f8").tobytes()
+        tensor = {"name": "x", "shape": list(X.shape), "datatype": "FP64"}
+        tensor["parameters"] = {"binary_data_size": len(data)}
+        json_head = json.dumps({"inputs": [tensor], "outputs": [{"name": "label"}]}).encode()
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\n"
+            f"Content-Type: application/octet-stream\r\n"
+            f"Inference-Header-Content-Length: {len(json_head)}\r\n"
+            f"Content-Length: {len(json_head) + len(data)}\r\n\r\n"
+        )
+        return head.encode() + json_head + data
+
     def send(self, raw: bytes) -> tuple[int, bytes]:
         """Send one request; (status, body) of its response."""
         self.sock.sendall(raw)
@@ -221,6 +238,11 @@ def measure(url: str, pid: int, n: int, rounds: int) -> dict[str, dict[str, floa
             "read body only, 100 rows": (READ_PATH, {"model": model_id, "X": X[:100].tolist()}),
         }
         raws = {kind: client.request("POST", path, body) for kind, (path, body) in kinds.items()}
+        infer = f"/v2/models/{model_id}/infer"
+        for rows in (1, 100):
+            kind = f"v2 binary, {rows} row{'s' if rows > 1 else ''}"
+            raws[kind] = client.binary_request(infer, X[:rows])
+            kinds[kind] = (infer, None)
         for raw in raws.values():
             run(client, pid, raw, max(n // 10, 50))  # warm: caches, the thread pool
         idle = idle_rate(pid)
@@ -273,10 +295,15 @@ def report(results: dict[str, dict[str, Any]], rss_mb: float, n: int, rounds: in
         bare, one, hundred = (
             results[k][key] for k in ("bare, 1 row", "predict, 1 row", "predict, 100 rows")
         )
+        binary_one, binary_hundred = (
+            results[k][key] for k in ("v2 binary, 1 row", "v2 binary, 100 rows")
+        )
         lines.append(
             f"{stat}: predict 1 row / bare 1 row = {one / bare:.2f} (target <= 1.3); "
             f"predict 1 row = {one:.3f} ms (target <= 0.35); "
-            f"predict 100 rows / predict 1 row = {hundred / one:.2f} (target <= 2)"
+            f"predict 100 rows / predict 1 row = {hundred / one:.2f} (target <= 2); "
+            f"binary tensors: 100 rows / 1 row = {binary_hundred / binary_one:.2f}, "
+            f"100 rows / JSON predict 1 row = {binary_hundred / one:.2f}"
         )
     lines.append(f"server peak RSS (VmHWM): {rss_mb:.0f} MiB")
     return "\n".join(lines)

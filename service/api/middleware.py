@@ -4,7 +4,8 @@ For every HTTP request, in order: give it a request id (echoed as ``X-Request-ID
 response); check the API key (401, before any body is read); cap the body (413, from
 ``Content-Length`` and again by counting the bytes as they stream in; 408 when the body stops
 arriving for ``body_timeout_s``); run the app (a ``POST /predict`` of our own JSON body
-is answered by ``service.api.shortcut`` without the router), turning any unexpected exception into
+is answered by ``service.api.shortcut`` without the router, a V2 infer request with binary
+tensor data by ``service.api.v2_binary``), turning any unexpected exception into
 the 500 envelope; then write one JSON log line and the request metrics.
 """
 
@@ -18,11 +19,12 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from service.api import shortcut
+from service.api import shortcut, v2_binary
 from service.api.auth import API_KEY_HEADER, check_api_key
 from service.api.envelope import REQUEST_ID_HEADER, api_error_response, internal_error
 from service.api.metrics import Metrics
 from service.errors import ApiError, PayloadTooLarge, RequestTimeout, detail
+from service.inference.binary_tensors import HEADER_KEY as INFERENCE_HEADER_KEY
 from service.logs import log_direct
 from service.settings import Settings
 
@@ -41,6 +43,7 @@ REQUEST_ID_HEADER_KEY = REQUEST_ID_HEADER.lower().encode()
 API_KEY_HEADER_KEY = API_KEY_HEADER.lower().encode()
 _WANTED = frozenset(
     {REQUEST_ID_HEADER_KEY, API_KEY_HEADER_KEY, b"content-length", b"content-type", b"accept"}
+    | {INFERENCE_HEADER_KEY}
 )
 
 
@@ -225,6 +228,8 @@ class RequestContextMiddleware:
             self._check_declared_length(headers)
             body = await read_capped_body(receive, self.max_body, self.settings.body_timeout_s)
             response = await shortcut.answer(scope, body, headers)
+            if response is None:
+                response = await v2_binary.answer(scope, body, headers)
             if response is not None:
                 await response(scope, receive, send_with_id)
             else:

@@ -22,14 +22,16 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
+from service.api import binary_answer
+from service.api.binary_answer import wants_binary
 from service.api.csv_answer import csv_text
 from service.api.csv_bodies import CSV_MEDIA_TYPE, CsvRoute, is_csv
 from service.api.deps import get_predict_gate, get_settings, get_store
 from service.api.envelope import request_id_of
 from service.errors import InvalidInput, detail
-from service.inference import formats
+from service.inference import binary_tensors, formats
 from service.inference import predict as prediction
-from service.inference.signature import describe
+from service.inference.signature import outputs_of
 
 
 class Scoring:
@@ -38,6 +40,28 @@ class Scoring:
     def __init__(self, model: str, rows: formats.Rows, outputs: list[str]) -> None:
         self.model, self.X, self.feature_names = model, rows.X, rows.feature_names
         self.outputs, self.level = outputs, 0.95
+
+
+def score_rows(
+    store: Any,
+    settings: Any,
+    gate: Any,
+    ref: str,
+    rows: formats.Rows,
+    outputs: list[str] | None,
+    field: str = "model",
+) -> dict[str, Any]:
+    """Our outputs (``outputs``; ``None``: every one the model has) for ``rows`` scored with
+    model ``ref``, whose 404 names ``field``; 422 details name fields as the sender wrote them."""
+    model_id = store.resolve(ref, field)
+    if outputs is None:
+        outputs = outputs_of(store.load(model_id))
+    try:
+        with gate.slot():
+            return prediction.predict(store, settings, Scoring(model_id, rows, outputs))
+    except InvalidInput as exc:
+        exc.details = formats.renamed(exc.details, rows)
+        raise
 
 
 def score(
@@ -50,25 +74,20 @@ def score(
         outputs = formats.v2_requested(body.get("outputs"))
     else:
         rows, outputs = formats.mlflow_rows(fmt, body), ["label"]
-    model_id = store.resolve(ref, field)
-    if outputs is None:
-        outputs = describe(store, model_id)["outputs"]
-    try:
-        with gate.slot():
-            out = prediction.predict(store, settings, Scoring(model_id, rows, outputs))
-    except InvalidInput as exc:
-        exc.details = formats.renamed(exc.details, rows)
-        raise
+    out = score_rows(store, settings, gate, ref, rows, outputs, field)
     request.state.model_id = out["model_id"]
     return out
 
 
 def answer(request: Request, ref: str, fmt: str, body: dict[str, Any], field: str = "model"):
-    """The protocol's own response to a foreign body."""
+    """The protocol's own response to a foreign body (a V2 one with binary outputs when it asks
+    for them: a ready ``Response``)."""
+    wanted = binary_tensors.binary_outputs(body) if fmt == formats.V2 else {}
     out = score(request, ref, fmt, body, field)
-    if fmt == formats.V2:
-        return formats.v2_response(out, str(body.get("id") or request_id_of(request)))
-    return formats.predictions(out)
+    if fmt != formats.V2:
+        return formats.predictions(out)
+    response = formats.v2_response(out, str(body.get("id") or request_id_of(request)))
+    return binary_answer.respond(response, wanted) if wants_binary(wanted) else response
 
 
 def model_from_query(request: Request) -> str:
@@ -104,7 +123,8 @@ class ProtocolRoute(CsvRoute):
                 fmt = formats.body_format(body) if body is not None else None
                 if body is not None and fmt is not None:
                     ref = model_from_query(request)
-                    return JSONResponse(await run_in_threadpool(answer, request, ref, fmt, body))
+                    result = await run_in_threadpool(answer, request, ref, fmt, body)
+                    return result if isinstance(result, Response) else JSONResponse(result)
             return await handler(request)
 
         return protocol_handler

@@ -26,6 +26,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from service.errors import ErrorDetail, InvalidInput, detail
 
 MLFLOW_KEYS = ("dataframe_split", "dataframe_records", "instances", "inputs")
@@ -45,7 +47,7 @@ MAX_DEPTH = 4
 class Rows:
     """Rows of features pulled out of a foreign body, and where in that body they were."""
 
-    X: list[list[float]]
+    X: list[list[float]] | np.ndarray
     feature_names: list[str] | None
     field: str
     names_field: str
@@ -200,7 +202,7 @@ def _flatten(data: Any, field: str, depth: int = 0) -> list[Any]:
     return out
 
 
-def _tensor(tensor: Any, i: int) -> tuple[str, list[int], list[float]]:
+def v2_tensor(tensor: Any, i: int) -> tuple[str, list[int], list[float]]:
     """Name, shape and flat float data of one V2 request input (422 naming ``inputs[i].*``)."""
     field = f"inputs[{i}]"
     if not isinstance(tensor, dict):
@@ -230,7 +232,15 @@ def _tensor(tensor: Any, i: int) -> tuple[str, list[int], list[float]]:
 
 def v2_rows(inputs: Any) -> Rows:
     """Rows of a V2 request: one ``[rows, features]`` tensor, or one column tensor per feature."""
-    tensors = [_tensor(t, i) for i, t in enumerate(_list(inputs, "inputs", "tensors"))]
+    return tensor_rows([v2_tensor(t, i) for i, t in enumerate(_list(inputs, "inputs", "tensors"))])
+
+
+def tensor_rows(
+    tensors: Sequence[tuple[str, list[int], Any]], field: str = "inputs[0].data"
+) -> Rows:
+    """Rows of V2 tensors ``(name, shape, flat values)``: one ``[rows, features]`` tensor, or one
+    column tensor per feature. Values are lists, or float64 arrays (binary data, whose rows come
+    out as one matrix); ``field`` names the single tensor's values in error details."""
     if len(tensors) == 1:
         _, shape, flat = tensors[0]
         if len(shape) != 2:
@@ -239,7 +249,9 @@ def v2_rows(inputs: Any) -> Rows:
         n, k = shape
         if n == 0 or k == 0:
             raise _invalid("inputs[0].shape", "needs at least one row and one feature")
-        return Rows([flat[r * k : (r + 1) * k] for r in range(n)], None, "inputs[0].data", "")
+        if isinstance(flat, np.ndarray):
+            return Rows(flat.reshape(n, k), None, field, "")
+        return Rows([flat[r * k : (r + 1) * k] for r in range(n)], None, field, "")
     names = [name for name, _, _ in tensors]
     if len(set(names)) != len(names):
         raise _invalid("inputs", "tensor names must be distinct (one per feature)")
@@ -250,6 +262,9 @@ def v2_rows(inputs: Any) -> Rows:
             raise _invalid(f"inputs[{i}].shape", problem)
     if n == 0:
         raise _invalid("inputs[0].shape", "needs at least one row", "no rows were sent")
+    if any(isinstance(flat, np.ndarray) for _, _, flat in tensors):
+        X = np.column_stack([np.asarray(flat, dtype=np.float64) for _, _, flat in tensors])
+        return Rows(X, names, "inputs", "inputs[].name")
     X = [[flat[r] for _, _, flat in tensors] for r in range(n)]
     return Rows(X, names, "inputs", "inputs[].name")
 

@@ -176,7 +176,7 @@ def test_v2_metadata_ready_and_health(client, models, iris):
     assert client.get("/v2/health/live").json() == {"live": True}
     assert client.get("/v2/health/ready").json()["ready"] is True
     server = client.get("/v2").json()
-    assert server["name"] == "bsvm" and server["extensions"] == []
+    assert server["name"] == "bsvm" and server["extensions"] == ["binary_tensor_data"]
     missing = client.get("/v2/models/nope/ready")
     assert missing.status_code == 404 and "error" in missing.json()
 

@@ -30,7 +30,7 @@ from service.api.schemas.v2 import (
     ServerReady,
 )
 from service.errors import InvalidInput, detail
-from service.inference import formats
+from service.inference import binary_tensors, formats
 from service.inference.signature import describe
 
 health_router = APIRouter(prefix="/v2/health", tags=["open inference protocol"])
@@ -41,6 +41,35 @@ SCORING_ERRORS = error_responses(400, 404, 409, 422, 503)
 MODEL_ERRORS = error_responses(404, 409, 422, 503)
 MLFLOW_EXAMPLE = {"dataframe_split": {"columns": ["a", "b"], "data": [[1, 2], [3, 4]]}}
 ForeignBody = Annotated[dict[str, Any], Body(examples=[MLFLOW_EXAMPLE])]
+BINARY = {"schema": {"type": "string", "format": "binary"}}
+BINARY_DATA = {
+    "parameters": [
+        {
+            "name": binary_tensors.HEADER,
+            "in": "header",
+            "required": False,
+            "schema": {"type": "integer", "minimum": 1},
+            "description": f"Binary tensor data: {binary_tensors.MEANING}.",
+        }
+    ],
+    "requestBody": {"content": {binary_tensors.MEDIA_TYPE: BINARY}},
+    "responses": {
+        "200": {
+            "description": "A V2 inference response; outputs asked for as binary data (an "
+            "output's `parameters.binary_data`, or the request's "
+            "`parameters.binary_data_output`) follow its JSON object, with "
+            f"`{binary_tensors.HEADER}` giving the JSON's length.",
+            "headers": {
+                binary_tensors.HEADER: {
+                    "schema": {"type": "integer"},
+                    "description": "Sent with binary outputs: the JSON object's length in bytes.",
+                }
+            },
+            "content": {binary_tensors.MEDIA_TYPE: BINARY},
+        }
+    },
+}
+"""``openapi_extra`` of the infer routes: the binary tensor data extension's body and answer."""
 
 
 def _ref(name: str, version: str | None) -> str:
@@ -68,8 +97,8 @@ def server_ready(request: Request) -> JSONResponse:
 
 @router.get("/v2", response_model=ServerMetadata)
 def server_metadata() -> ServerMetadata:
-    """The server's name and version; no protocol extensions."""
-    return ServerMetadata(name="bsvm", version=__version__, extensions=[])
+    """The server's name, version and protocol extensions (binary tensor data)."""
+    return ServerMetadata(name="bsvm", version=__version__, extensions=[binary_tensors.EXTENSION])
 
 
 def _metadata(store: StoreDep, name: str, version: str | None) -> dict[str, Any]:
@@ -110,9 +139,16 @@ def model_version_ready(name: str, version: str, store: StoreDep) -> ModelReady:
     response_model=InferenceResponse,
     response_model_exclude_none=True,
     responses=SCORING_ERRORS,
+    openapi_extra=BINARY_DATA,
 )
 def infer(name: str, body: InferenceRequest, request: Request) -> dict[str, Any]:
-    """Score V2 input tensors; outputs `label`, `decision`, `probability` (default: all)."""
+    """Score V2 input tensors; outputs `label`, `decision`, `probability` (default: all).
+
+    Binary tensor data (KServe's and Triton's extension): send the JSON object, then each
+    input's bytes (little-endian, row-major) in the order of `inputs`, each input giving
+    `parameters.binary_data_size` instead of `data`, with `Content-Type:
+    application/octet-stream` and `Inference-Header-Content-Length` set to the JSON's length.
+    Outputs come back as bytes after the response's JSON when asked for (see the 200)."""
     return answer(request, name, formats.V2, body.model_dump(), field="name")
 
 
@@ -121,11 +157,13 @@ def infer(name: str, body: InferenceRequest, request: Request) -> dict[str, Any]
     response_model=InferenceResponse,
     response_model_exclude_none=True,
     responses=SCORING_ERRORS,
+    openapi_extra=BINARY_DATA,
 )
 def infer_version(
     name: str, version: str, body: InferenceRequest, request: Request
 ) -> dict[str, Any]:
-    """Score V2 input tensors with one version of a model."""
+    """Score V2 input tensors with one version of a model (binary tensor data as for
+    `/v2/models/{name}/infer`)."""
     return answer(request, _ref(name, version), formats.V2, body.model_dump(), field="version")
 
 

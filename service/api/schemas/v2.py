@@ -115,7 +115,7 @@ class ServerReady(BaseModel):
 
 
 class ServerMetadata(BaseModel):
-    """Name, version and extensions (none) of the server."""
+    """Name, version and extensions (`binary_tensor_data`) of the server."""
 
     name: str
     version: str

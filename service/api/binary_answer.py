@@ -1,0 +1,29 @@
+"""A V2 inference response with outputs as binary data (the binary tensor data extension).
+
+``formats.v2_response``'s outputs the request asked for as binary data (``binary_tensors``) are
+sent as bytes after the JSON object, ``Content-Type: application/octet-stream`` and the JSON's
+length in ``Inference-Header-Content-Length``; a response with none is the plain JSON object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from starlette.responses import Response
+
+from service.inference import binary_tensors
+
+
+def respond(response: dict[str, Any], wanted: Mapping[str, bool]) -> Response:
+    """``response`` as JSON, or as JSON then the binary data of the ``wanted`` outputs."""
+    head, data = binary_tensors.encode(response, wanted)
+    if not data:
+        return Response(head, media_type="application/json")
+    headers = {binary_tensors.HEADER: str(len(head))}
+    return Response(head + data, media_type=binary_tensors.MEDIA_TYPE, headers=headers)
+
+
+def wants_binary(wanted: Mapping[str, bool]) -> bool:
+    """True when any output is asked for as binary data."""
+    return any(wanted.values())

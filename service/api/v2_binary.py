@@ -1,0 +1,93 @@
+"""``POST /v2/models/{name}[/versions/{version}]/infer`` with binary tensor data, from the middleware.
+
+A request that carries ``Inference-Header-Content-Length`` is a JSON object followed by its
+inputs' bytes (``service.inference.binary_tensors``), which the route's JSON body cannot read. The
+request middleware hands it here after its id, key and body cap: the rows are read straight into
+a float64 matrix (no number is parsed from text), scored as the JSON route scores them
+(``protocols.score_rows``: the same checks, 404s and 422s, details naming ``inputs[i]...``), and
+answered as a V2 response, with the outputs asked for as binary data after its JSON. A model
+already in memory with little working memory is scored on the event loop, as ``/predict``'s
+shortcut does; any other in the thread pool. The access log and metrics name the route's template.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import MutableMapping
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import Response
+
+from service.api import binary_answer
+from service.api.content_types import media_type
+from service.api.fast_predict import INLINE_BYTES
+from service.api.protocols import score_rows
+from service.errors import ApiError
+from service.inference import binary_tensors, formats
+from service.inference.limits import row_bytes
+
+Scope = MutableMapping[str, Any]
+INFER = re.compile(r"/v2/models/([^/]+)(?:/versions/([^/]+))?/infer")
+
+
+class InferRoute:
+    """What the access log and metrics read off ``scope["route"]``: the path template."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+
+ROUTES = {
+    False: InferRoute("/v2/models/{name}/infer"),
+    True: InferRoute("/v2/models/{name}/versions/{version}/infer"),
+}
+
+
+def _inline(store: Any, ref: str, rows: formats.Rows) -> bool:
+    """True when scoring ``rows`` with ``ref`` needs no I/O and little memory (on the loop)."""
+    estimator = store.estimator_in_memory(ref)
+    if estimator is None:
+        return False
+    n, k = len(rows.X), len(rows.X[0])
+    return n * row_bytes(estimator, k) <= INLINE_BYTES
+
+
+async def answer(scope: Scope, body: bytes, headers: dict[bytes, str]) -> Response | None:
+    """The response to a binary-data infer request, or ``None`` when ``scope`` is not one."""
+    if scope["method"] != "POST":
+        return None
+    length = headers.get(binary_tensors.HEADER_KEY)
+    if length is None:
+        binary = media_type(headers.get(b"content-type")) == binary_tensors.MEDIA_TYPE
+        if binary and INFER.fullmatch(scope["path"]):
+            problem = f"is required with {binary_tensors.MEDIA_TYPE}: {binary_tensors.MEANING}"
+            raise binary_tensors.invalid(binary_tensors.HEADER, problem, "bad header")
+        return None
+    match = INFER.fullmatch(scope["path"])
+    state = scope["app"].state
+    store = getattr(state, "store", None)
+    if match is None or store is None:  # another route, or the app answers its 503
+        return None
+    name, version = match.groups()
+    scope["route"] = ROUTES[version is not None]
+    ref, field = (name, "name") if version is None else (f"{name}:{version}", "version")
+    request, data = binary_tensors.split(body, length)
+    response_id = request.get("id")
+    if response_id is not None and type(response_id) is not str:
+        raise binary_tensors.invalid("id", "must be a string")
+    wanted = binary_tensors.binary_outputs(request)
+    rows = binary_tensors.rows(request, data)
+    outputs = formats.v2_requested(request.get("outputs"))
+
+    def run() -> dict[str, Any]:
+        return score_rows(store, state.settings, state.predict_gate, ref, rows, outputs, field)
+
+    if not _inline(store, ref, rows):
+        with contextlib.suppress(ApiError):  # resolved off the loop; run() raises it again
+            await run_in_threadpool(store.resolve, ref, field)
+    out = run() if _inline(store, ref, rows) else await run_in_threadpool(run)
+    scope["state"]["model_id"] = out["model_id"]
+    request_id = response_id or scope["state"]["request_id"]
+    return binary_answer.respond(formats.v2_response(out, request_id), wanted)
