@@ -12,7 +12,9 @@ body is ~30 MB, so the server runs with ``BSVM_MAX_BODY_MB=256``). In one run:
 * ``csv → json`` / ``csv → csv`` — the CSV body posted (client on core 1, server on core 0),
   answered as JSON or, with ``Accept: text/csv``, as CSV; the time runs from the request to the
   last byte of the answer (the client does not decode it);
-* ``json → json`` — the same rows as a JSON body, for information.
+* ``json → json`` — the same rows as a JSON body, for information;
+* ``binary → binary`` — the same float64 rows as Open Inference Protocol binary tensor data on
+  ``/v2/models/{id}/infer``, labels asked for as binary data (checked equal to the core's).
 
 Each figure is the median of ``--repeat`` calls; the server's peak RSS (``VmHWM``, reset before
 each body kind) and the bench's own peak RSS are printed next to it. Run::
@@ -68,12 +70,31 @@ def pinned(core: int) -> None:
     os.sched_setaffinity(0, {core})
 
 
-def timed_post(client: httpx.Client, repeat: int, **request) -> tuple[float, httpx.Response]:
-    """Median seconds of ``repeat`` posts to ``/predict`` (body read, not decoded), last answer."""
+def binary_request(Z: np.ndarray) -> dict[str, object]:
+    """``Z`` as a V2 request of binary FP64 data asking for labels as binary data."""
+    tensor = {"name": "x", "shape": list(Z.shape), "datatype": "FP64"}
+    tensor["parameters"] = {"binary_data_size": Z.nbytes}
+    outputs = [{"name": "label", "parameters": {"binary_data": True}}]
+    head = json.dumps({"inputs": [tensor], "outputs": outputs}).encode()
+    headers = {"Content-Type": "application/octet-stream"}
+    headers["Inference-Header-Content-Length"] = str(len(head))
+    return {"content": head + np.ascontiguousarray(Z, dtype="<f8").tobytes(), "headers": headers}
+
+
+def binary_labels(response: httpx.Response) -> np.ndarray:
+    """The INT64 labels of a V2 response whose only output is binary labels."""
+    length = int(response.headers["Inference-Header-Content-Length"])
+    return np.frombuffer(response.content[length:], dtype="<i8")
+
+
+def timed_post(
+    client: httpx.Client, repeat: int, path: str = "/predict", **request
+) -> tuple[float, httpx.Response]:
+    """Median seconds of ``repeat`` posts to ``path`` (body read, not decoded), last answer."""
     times, response = [], None
     for _ in range(repeat):
         started = time.perf_counter()
-        response = client.post("/predict", **request)
+        response = client.post(path, **request)
         response.read()
         times.append(time.perf_counter() - started)
         response.raise_for_status()
@@ -81,7 +102,7 @@ def timed_post(client: httpx.Client, repeat: int, **request) -> tuple[float, htt
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Start the server, train, time the core and the three body kinds; print a table."""
+    """Start the server, train, time the core and the four body kinds; print a table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
@@ -127,13 +148,23 @@ def main(argv: list[str] | None = None) -> int:
                         "headers": {"Content-Type": "application/json"},
                     },
                 }
+                kinds["binary → binary"] = {
+                    "path": f"/v2/models/{model_id}/infer",
+                    **binary_request(Zcsv),
+                }
                 for kind, request in kinds.items():
                     reset_peak_rss(server.pid)
                     seconds, response = timed_post(client, args.repeat, **request)
-                    if kind == "csv → json":
-                        served = np.asarray(response.json()["predictions"])
+                    if kind in ("csv → json", "binary → binary"):
+                        served = (
+                            binary_labels(response)
+                            if kind == "binary → binary"
+                            else np.asarray(response.json()["predictions"])
+                        )
                         if not np.array_equal(served, labels):
-                            raise AssertionError("the server's labels differ from the core's")
+                            raise AssertionError(
+                                f"{kind}: the server's labels differ from the core's"
+                            )
                     rows.append(
                         (kind, seconds, f"{seconds / core_s:.2f}x", peak_rss_mb(server.pid))
                     )
