@@ -308,3 +308,16 @@ def test_binary_infer_over_a_real_socket(tmp_path, iris):
         ours = httpx.post(f"{url}/predict", json={"model": "iris", "X": X.tolist()}).json()
         assert labels == ours["predictions"]
         assert httpx.get(f"{url}/v2").json()["extensions"] == ["binary_tensor_data"]
+
+
+def test_the_documented_binary_example_answers_binary_outputs(client, models):
+    doc = client.get("/openapi.json").json()
+    media = doc["paths"]["/v2/models/{name}/infer"]["post"]["requestBody"]["content"]
+    example = media["application/octet-stream"]["examples"]["binary_outputs"]
+    body = example["value"].encode()
+    assert f"{HEADER}: {len(body)}" in example["description"]
+    headers = {**OCTETS, HEADER: str(len(body))}
+    r = client.post("/v2/models/ints/infer", content=body, headers=headers)
+    assert r.status_code == 200, r.text
+    assert r.headers["content-type"] == "application/octet-stream"
+    assert decoded(r)["label"].shape == (2,)

@@ -8,6 +8,7 @@ envelope, whose ``error`` string is the protocol's error object.
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Request
@@ -42,6 +43,14 @@ MODEL_ERRORS = error_responses(404, 409, 422, 503)
 MLFLOW_EXAMPLE = {"dataframe_split": {"columns": ["a", "b"], "data": [[1, 2], [3, 4]]}}
 ForeignBody = Annotated[dict[str, Any], Body(examples=[MLFLOW_EXAMPLE])]
 BINARY = {"schema": {"type": "string", "format": "binary"}}
+BINARY_OUTPUTS_EXAMPLE = json.dumps(
+    {
+        "inputs": [{"name": "input-0", "shape": [2, 4], "datatype": "FP64", "data": IRIS_ROWS}],
+        "parameters": {"binary_data_output": True},
+    },
+    separators=(",", ":"),
+)
+"""A text-only binary-extension body (a page cannot show raw bytes): JSON inputs, binary outputs."""
 BINARY_DATA = {
     "parameters": [
         {
@@ -52,7 +61,22 @@ BINARY_DATA = {
             "description": f"Binary tensor data: {binary_tensors.MEANING}.",
         }
     ],
-    "requestBody": {"content": {binary_tensors.MEDIA_TYPE: BINARY}},
+    "requestBody": {
+        "content": {
+            binary_tensors.MEDIA_TYPE: BINARY
+            | {
+                "examples": {
+                    "binary_outputs": {
+                        "summary": "JSON inputs, outputs as binary data",
+                        "description": f"Send with `{binary_tensors.HEADER}: "
+                        f"{len(BINARY_OUTPUTS_EXAMPLE)}` (this text's length: it holds no "
+                        "binary input); binary inputs follow the JSON as raw bytes.",
+                        "value": BINARY_OUTPUTS_EXAMPLE,
+                    }
+                }
+            }
+        }
+    },
     "responses": {
         "200": {
             "description": "A V2 inference response; outputs asked for as binary data (an "
