@@ -14,14 +14,38 @@ from starlette.responses import Response
 
 from service.inference import binary_tensors
 
+JSON_TYPE = (b"content-type", b"application/json")
+BINARY_TYPE = (b"content-type", binary_tensors.MEDIA_TYPE.encode())
 
-def respond(response: dict[str, Any], wanted: Mapping[str, bool]) -> Response:
+
+class ReadyBytes:
+    """A 200 response of ready bytes and headers: the two ASGI messages, nothing else (what
+    ``Response`` sends, without its header object and background-task hook)."""
+
+    __slots__ = ("body", "headers")
+
+    def __init__(self, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+        self.body, self.headers = body, headers
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        headers = [(b"content-length", b"%d" % len(self.body)), *self.headers]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": self.body})
+
+
+def encoded(response: dict[str, Any], wanted: Mapping[str, bool]) -> ReadyBytes:
     """``response`` as JSON, or as JSON then the binary data of the ``wanted`` outputs."""
     head, data = binary_tensors.encode(response, wanted)
     if not data:
-        return Response(head, media_type="application/json")
-    headers = {binary_tensors.HEADER: str(len(head))}
-    return Response(head + data, media_type=binary_tensors.MEDIA_TYPE, headers=headers)
+        return ReadyBytes(head, [JSON_TYPE])
+    return ReadyBytes(head + data, [BINARY_TYPE, (binary_tensors.HEADER_KEY, b"%d" % len(head))])
+
+
+def respond(response: dict[str, Any], wanted: Mapping[str, bool]) -> Response:
+    """``encoded`` as a ``Response``, for a route to return."""
+    ready = encoded(response, wanted)
+    headers = {key.decode(): value.decode() for key, value in ready.headers}
+    return Response(ready.body, headers=headers)
 
 
 def wants_binary(wanted: Mapping[str, bool]) -> bool:

@@ -18,7 +18,6 @@ from collections.abc import MutableMapping
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
-from starlette.responses import Response
 
 from service.api import binary_answer
 from service.api.content_types import media_type
@@ -54,7 +53,9 @@ def _inline(store: Any, ref: str, rows: formats.Rows) -> bool:
     return n * row_bytes(estimator, k) <= INLINE_BYTES
 
 
-async def answer(scope: Scope, body: bytes, headers: dict[bytes, str]) -> Response | None:
+async def answer(
+    scope: Scope, body: bytes, headers: dict[bytes, str]
+) -> binary_answer.ReadyBytes | None:
     """The response to a binary-data infer request, or ``None`` when ``scope`` is not one."""
     if scope["method"] != "POST":
         return None
@@ -84,10 +85,12 @@ async def answer(scope: Scope, body: bytes, headers: dict[bytes, str]) -> Respon
     def run() -> dict[str, Any]:
         return score_rows(store, state.settings, state.predict_gate, ref, rows, outputs, field)
 
-    if not _inline(store, ref, rows):
+    inline = _inline(store, ref, rows)
+    if not inline:
         with contextlib.suppress(ApiError):  # resolved off the loop; run() raises it again
             await run_in_threadpool(store.resolve, ref, field)
-    out = run() if _inline(store, ref, rows) else await run_in_threadpool(run)
+        inline = _inline(store, ref, rows)
+    out = run() if inline else await run_in_threadpool(run)
     scope["state"]["model_id"] = out["model_id"]
     request_id = response_id or scope["state"]["request_id"]
-    return binary_answer.respond(formats.v2_response(out, request_id), wanted)
+    return binary_answer.encoded(formats.v2_response(out, request_id), wanted)
