@@ -58,6 +58,8 @@ def json_length(value: str, body_length: int) -> int:
     """The ``Inference-Header-Content-Length`` header's value: the length of the JSON object."""
     if not (value.isascii() and value.isdigit()):
         raise invalid(HEADER, f"must be a byte count (digits), not {value[:40]!r}", "bad header")
+    if len(value) > len(str(body_length)):  # also keeps int() off a 5,000-digit string
+        raise invalid(HEADER, f"is longer than the body ({body_length} bytes)", "bad header")
     length = int(value)
     if not 0 < length <= body_length:
         problem = f"is {length}; the body holds {body_length} bytes"

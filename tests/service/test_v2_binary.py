@@ -212,6 +212,8 @@ def _bad_cases(X: np.ndarray) -> list[tuple[str, bytes, dict[str, str], str]]:
     cases = [
         ("not digits", body, {**headers, HEADER: "12a"}, HEADER),
         ("zero", body, {**headers, HEADER: "0"}, HEADER),
+        ("5,000 digits", body, {**headers, HEADER: "9" * 5000}, HEADER),
+        ("leading zeros", body, {**headers, HEADER: "0" * 30 + "12"}, HEADER),
         ("past the body", body, {**headers, HEADER: str(len(body) + 1)}, HEADER),
         ("not json", b"{nope" + body, {**headers, HEADER: "5"}, "body"),
         ("a list", b"[1,2]" + body, {**headers, HEADER: "5"}, "body"),
