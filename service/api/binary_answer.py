@@ -12,25 +12,10 @@ from typing import Any
 
 from starlette.responses import Response
 
+from service.api.ready_bytes import JSON_TYPE, ReadyBytes
 from service.inference import binary_tensors
 
-JSON_TYPE = (b"content-type", b"application/json")
 BINARY_TYPE = (b"content-type", binary_tensors.MEDIA_TYPE.encode())
-
-
-class ReadyBytes:
-    """A 200 response of ready bytes and headers: the two ASGI messages, nothing else (what
-    ``Response`` sends, without its header object and background-task hook)."""
-
-    __slots__ = ("body", "headers")
-
-    def __init__(self, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
-        self.body, self.headers = body, headers
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        headers = [(b"content-length", b"%d" % len(self.body)), *self.headers]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": self.body})
 
 
 def encoded(response: dict[str, Any], wanted: Mapping[str, bool]) -> ReadyBytes:

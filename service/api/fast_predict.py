@@ -28,6 +28,7 @@ import orjson
 from starlette.concurrency import run_in_threadpool
 
 from service.api import simd_body
+from service.api.ready_bytes import JSON_TYPE, ReadyBytes
 from service.api.schemas.predict import (
     MAX_OUTPUTS,
     MODEL_REF_MAX_CHARS,
@@ -167,31 +168,12 @@ def _in_memory(store: Any, body: FastBody) -> bool:
     return body.X.shape[0] * row_bytes(estimator, body.X.shape[1]) <= INLINE_BYTES
 
 
-class JsonBytes:
-    """A 200 ``application/json`` response of ready bytes: the two ASGI messages, nothing else.
-
-    What ``Response(body, media_type="application/json")`` sends (the same headers), without its
-    header object, charset check and background-task hook.
-    """
-
-    __slots__ = ("body",)
-
-    def __init__(self, body: bytes) -> None:
-        self.body = body
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        length = b"%d" % len(self.body)
-        headers = [(b"content-length", length), (b"content-type", b"application/json")]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": self.body})
-
-
-def as_json(out: dict[str, Any]) -> JsonBytes:
+def as_json(out: dict[str, Any]) -> ReadyBytes:
     """The outputs as ``PredictResponse`` JSON: every field in order, absent ones null."""
     content = {key: out.get(key) for key in RESPONSE_FIELDS}
     if content["dropped_columns"] is None:
         content["dropped_columns"] = []
-    return JsonBytes(orjson.dumps(content))
+    return ReadyBytes(orjson.dumps(content), [JSON_TYPE])
 
 
 async def score(

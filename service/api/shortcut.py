@@ -21,6 +21,7 @@ from starlette.responses import Response
 from service.api import fast_predict
 from service.api.content_types import is_json
 from service.api.protocols import as_csv, wants_csv
+from service.api.ready_bytes import ReadyBytes
 
 PATH = "/predict"
 Scope = MutableMapping[str, Any]
@@ -37,7 +38,7 @@ ROUTE = PredictRoute()
 
 async def answer(
     scope: Scope, body: bytes, headers: dict[bytes, str]
-) -> Response | fast_predict.JsonBytes | None:
+) -> Response | ReadyBytes | None:
     """The response to ``scope`` with ``body`` if this module serves it, else ``None``.
 
     ``headers`` are the request's first ``content-type`` and ``accept`` headers (and others)

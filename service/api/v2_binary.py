@@ -23,6 +23,7 @@ from service.api import binary_answer
 from service.api.content_types import media_type
 from service.api.fast_predict import INLINE_BYTES
 from service.api.protocols import score_rows
+from service.api.ready_bytes import ReadyBytes
 from service.errors import ApiError
 from service.inference import binary_tensors, formats
 from service.inference.limits import row_bytes
@@ -53,9 +54,7 @@ def _inline(store: Any, ref: str, rows: formats.Rows) -> bool:
     return n * row_bytes(estimator, k) <= INLINE_BYTES
 
 
-async def answer(
-    scope: Scope, body: bytes, headers: dict[bytes, str]
-) -> binary_answer.ReadyBytes | None:
+async def answer(scope: Scope, body: bytes, headers: dict[bytes, str]) -> ReadyBytes | None:
     """The response to a binary-data infer request, or ``None`` when ``scope`` is not one."""
     if scope["method"] != "POST":
         return None
