@@ -13,8 +13,8 @@ interleaved, and the median is shown. Run::
 
 The model is a KernelSVM (rbf, C = 1) on scikit-learn's standardised breast-cancer data (30
 features). Peak RSS is the server's ``VmHWM`` at the end. The same rows also go to
-``/v2/models/{id}/infer`` as Open Inference Protocol binary tensor data (raw float64 after the
-JSON header), which no number is parsed from text.
+``/predict?model=<id>`` as Open Inference Protocol binary tensor data (raw float64 after the
+JSON header; ``/v2/models/{id}/infer`` takes the same), from which no number is parsed as text.
 """
 
 from __future__ import annotations
@@ -238,7 +238,7 @@ def measure(url: str, pid: int, n: int, rounds: int) -> dict[str, dict[str, floa
             "read body only, 100 rows": (READ_PATH, {"model": model_id, "X": X[:100].tolist()}),
         }
         raws = {kind: client.request("POST", path, body) for kind, (path, body) in kinds.items()}
-        infer = f"/v2/models/{model_id}/infer"
+        infer = f"/predict?model={model_id}"  # V2 bodies, binary ones too, on /predict
         for rows in (1, 100):
             kind = f"v2 binary, {rows} row{'s' if rows > 1 else ''}"
             raws[kind] = client.binary_request(infer, X[:rows])

@@ -92,7 +92,11 @@ def answer(request: Request, ref: str, fmt: str, body: dict[str, Any], field: st
 
 def model_from_query(request: Request) -> str:
     """``?model=`` of a foreign body on ``/predict`` (422 naming ``model`` when absent)."""
-    ref = request.query_params.get("model")
+    return require_model(request.query_params.get("model"))
+
+
+def require_model(ref: str | None) -> str:
+    """The ``?model=`` query value given (422 naming ``model`` when absent or empty)."""
     if not ref:
         raise InvalidInput(
             "this body names no model; give it in the query",

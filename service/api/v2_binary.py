@@ -1,8 +1,9 @@
-"""``POST /v2/models/{name}[/versions/{version}]/infer`` with binary tensor data, from the middleware.
+"""V2 requests with binary tensor data, from the middleware: on the infer routes and ``/predict``.
 
-A request that carries ``Inference-Header-Content-Length`` is a JSON object followed by its
-inputs' bytes (``service.inference.binary_tensors``), which the route's JSON body cannot read. The
-request middleware hands it here after its id, key and body cap: the rows are read straight into
+``POST /v2/models/{name}[/versions/{version}]/infer``, or ``POST /predict?model=<ref>`` (which
+takes V2 bodies too), carrying ``Inference-Header-Content-Length``, is a JSON object followed by
+its inputs' bytes (``service.inference.binary_tensors``), which the routes' JSON bodies cannot
+read. The request middleware hands it here after its id, key and body cap: the rows are read straight into
 a float64 matrix (no number is parsed from text), scored as the JSON route scores them
 (``protocols.score_rows``: the same checks, 404s and 422s, details naming ``inputs[i]...``), and
 answered as a V2 response, with the outputs asked for as binary data after its JSON. A model
@@ -18,11 +19,12 @@ from collections.abc import MutableMapping
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import QueryParams
 
 from service.api import binary_answer
 from service.api.content_types import media_type
 from service.api.fast_predict import INLINE_BYTES
-from service.api.protocols import score_rows
+from service.api.protocols import require_model, score_rows
 from service.api.ready_bytes import ReadyBytes
 from service.errors import ApiError
 from service.inference import binary_tensors, formats
@@ -30,6 +32,7 @@ from service.inference.limits import row_bytes
 
 Scope = MutableMapping[str, Any]
 INFER = re.compile(r"/v2/models/([^/]+)(?:/versions/([^/]+))?/infer")
+PREDICT = "/predict"
 
 
 class InferRoute:
@@ -42,7 +45,26 @@ class InferRoute:
 ROUTES = {
     False: InferRoute("/v2/models/{name}/infer"),
     True: InferRoute("/v2/models/{name}/versions/{version}/infer"),
+    PREDICT: InferRoute(PREDICT),
 }
+
+
+def _target(scope: Scope) -> tuple[InferRoute, str, str] | None:
+    """(route, model reference, the field its 404 names) of a path that takes binary tensors."""
+    path = scope["path"]
+    if path == PREDICT:
+        return (
+            ROUTES[PREDICT],
+            require_model(QueryParams(scope["query_string"]).get("model")),
+            "model",
+        )
+    match = INFER.fullmatch(path)
+    if match is None:
+        return None
+    name, version = match.groups()
+    if version is None:
+        return ROUTES[False], name, "name"
+    return ROUTES[True], f"{name}:{version}", "version"
 
 
 def _inline(store: Any, ref: str, rows: formats.Rows) -> bool:
@@ -61,18 +83,16 @@ async def answer(scope: Scope, body: bytes, headers: dict[bytes, str]) -> ReadyB
     length = headers.get(binary_tensors.HEADER_KEY)
     if length is None:
         binary = media_type(headers.get(b"content-type")) == binary_tensors.MEDIA_TYPE
-        if binary and INFER.fullmatch(scope["path"]):
+        if binary and (scope["path"] == PREDICT or INFER.fullmatch(scope["path"])):
             problem = f"is required with {binary_tensors.MEDIA_TYPE}: {binary_tensors.MEANING}"
             raise binary_tensors.invalid(binary_tensors.HEADER, problem, "bad header")
         return None
-    match = INFER.fullmatch(scope["path"])
     state = scope["app"].state
     store = getattr(state, "store", None)
-    if match is None or store is None:  # another route, or the app answers its 503
+    target = _target(scope) if store is not None else None  # no store: the app answers 503
+    if target is None:
         return None
-    name, version = match.groups()
-    scope["route"] = ROUTES[version is not None]
-    ref, field = (name, "name") if version is None else (f"{name}:{version}", "version")
+    scope["route"], ref, field = target
     request, data = binary_tensors.split(body, length)
     response_id = request.get("id")
     if response_id is not None and type(response_id) is not str:

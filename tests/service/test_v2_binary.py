@@ -108,7 +108,9 @@ def assert_same(binary: dict, want: dict) -> None:
 
 
 @pytest.mark.parametrize("datatype", ["FP64", "FP32", "FP16", "INT32", "UINT8", "INT64"])
-@pytest.mark.parametrize("path", ["/v2/models/ints/infer", "/v2/models/ints/versions/1/infer"])
+@pytest.mark.parametrize(
+    "path", ["/v2/models/ints/infer", "/v2/models/ints/versions/1/infer", "/predict?model=ints"]
+)
 def test_binary_inputs_answer_what_the_json_route_answers(client, models, iris, datatype, path):
     X = iris[0][::7] * (10 if datatype.startswith(("INT", "UINT")) else 1)
     sent = X.astype(binary_tensors.DTYPES[datatype])
@@ -260,6 +262,11 @@ def test_bad_binary_requests_are_422_naming_the_field(client, models, iris):
     body, headers = _one(X)
     missing = client.post("/v2/models/nope/infer", content=body, headers=headers)
     assert missing.status_code == 404 and "nope" in missing.json()["error"]
+    for path in ("/predict", "/predict?model="):  # /predict takes the model from the query
+        r = client.post(path, content=body, headers=headers)
+        assert r.status_code == 422 and r.json()["details"][0]["field"] == "model", r.text
+    r = client.post("/predict?model=iris", content=body, headers=OCTETS)
+    assert r.status_code == 422 and r.json()["details"][0]["field"] == HEADER, r.text
     version = client.post("/v2/models/iris/versions/9/infer", content=body, headers=headers)
     assert version.status_code == 404 and "version 9" in version.json()["error"]
 

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Request
 
+from service.api.binary_openapi import with_binary_data
 from service.api.csv_bodies import csv_openapi
 from service.api.deps import GateDep, SettingsDep, StoreDep
 from service.api.examples import DEFAULT_MODEL, PREDICT_CSV, PREDICT_EXAMPLES
@@ -28,13 +29,15 @@ CSV_QUERY = {
     "/predict",
     response_model=PredictResponse,
     responses={**error_responses(400, 404, 409, 422, 503), **CSV_RESPONSE},
-    openapi_extra=with_model_query(
-        csv_openapi(
-            CSV_BODY,
-            CSV_QUERY,
-            arrays=("outputs",),
-            example=PREDICT_CSV,
-            query_examples={"model": DEFAULT_MODEL},
+    openapi_extra=with_binary_data(
+        with_model_query(
+            csv_openapi(
+                CSV_BODY,
+                CSV_QUERY,
+                arrays=("outputs",),
+                example=PREDICT_CSV,
+                query_examples={"model": DEFAULT_MODEL},
+            )
         )
     ),
 )
@@ -50,7 +53,9 @@ def predict(
     `Accept: text/csv` answers CSV. Other servers' bodies are taken too, with the model in
     `?model=`: MLflow's `dataframe_split`, `dataframe_records`, `instances`, `inputs` and
     KServe V1's `instances` (answered `{"predictions": [...]}`), and Open Inference Protocol
-    `inputs` tensors (answered as a V2 inference response).
+    `inputs` tensors (answered as a V2 inference response), also as binary tensor data
+    (`Content-Type: application/octet-stream`, `Inference-Header-Content-Length`: see
+    `/v2/models/{name}/infer`).
     """
     with gate.slot():
         out = prediction.predict(store, settings, body, request.app.state.predict_batcher)

@@ -8,13 +8,14 @@ envelope, whose ``error`` string is the protocol's error object.
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Request
 from fastapi.responses import JSONResponse
 
 from service import __version__
+from service.api import binary_openapi
+from service.api.binary_openapi import V2_ANSWER
 from service.api.content_types import BodyRoute
 from service.api.deps import StoreDep
 from service.api.openapi import error_responses
@@ -42,58 +43,7 @@ SCORING_ERRORS = error_responses(400, 404, 409, 422, 503)
 MODEL_ERRORS = error_responses(404, 409, 422, 503)
 MLFLOW_EXAMPLE = {"dataframe_split": {"columns": ["a", "b"], "data": [[1, 2], [3, 4]]}}
 ForeignBody = Annotated[dict[str, Any], Body(examples=[MLFLOW_EXAMPLE])]
-BINARY = {"schema": {"type": "string", "format": "binary"}}
-BINARY_OUTPUTS_EXAMPLE = json.dumps(
-    {
-        "inputs": [{"name": "input-0", "shape": [2, 4], "datatype": "FP64", "data": IRIS_ROWS}],
-        "parameters": {"binary_data_output": True},
-    },
-    separators=(",", ":"),
-)
-"""A text-only binary-extension body (a page cannot show raw bytes): JSON inputs, binary outputs."""
-BINARY_DATA = {
-    "parameters": [
-        {
-            "name": binary_tensors.HEADER,
-            "in": "header",
-            "required": False,
-            "schema": {"type": "integer", "minimum": 1},
-            "description": f"Binary tensor data: {binary_tensors.MEANING}.",
-        }
-    ],
-    "requestBody": {
-        "content": {
-            binary_tensors.MEDIA_TYPE: BINARY
-            | {
-                "examples": {
-                    "binary_outputs": {
-                        "summary": "JSON inputs, outputs as binary data",
-                        "description": f"Send with `{binary_tensors.HEADER}: "
-                        f"{len(BINARY_OUTPUTS_EXAMPLE)}` (this text's length: it holds no "
-                        "binary input); binary inputs follow the JSON as raw bytes.",
-                        "value": BINARY_OUTPUTS_EXAMPLE,
-                    }
-                }
-            }
-        }
-    },
-    "responses": {
-        "200": {
-            "description": "A V2 inference response; outputs asked for as binary data (an "
-            "output's `parameters.binary_data`, or the request's "
-            "`parameters.binary_data_output`) follow its JSON object, with "
-            f"`{binary_tensors.HEADER}` giving the JSON's length.",
-            "headers": {
-                binary_tensors.HEADER: {
-                    "schema": {"type": "integer"},
-                    "description": "Sent with binary outputs: the JSON object's length in bytes.",
-                }
-            },
-            "content": {binary_tensors.MEDIA_TYPE: BINARY},
-        }
-    },
-}
-"""``openapi_extra`` of the infer routes: the binary tensor data extension's body and answer."""
+BINARY_DATA = binary_openapi.with_binary_data({}, V2_ANSWER)
 
 
 def _ref(name: str, version: str | None) -> str:
