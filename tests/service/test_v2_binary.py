@@ -10,6 +10,7 @@ values, which is itself checked against ``/predict`` in ``test_protocols``.
 from __future__ import annotations
 
 import struct
+from urllib.parse import urlencode
 
 import httpx
 import numpy as np
@@ -18,7 +19,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from starlette.datastructures import QueryParams
 
+from service.api.v2_binary import query_value
 from service.inference import binary_tensors
 from tests.service.live_server import live_server
 
@@ -330,3 +333,12 @@ def test_the_documented_binary_example_answers_binary_outputs(client, models):
     assert r.status_code == 200, r.text
     assert r.headers["content-type"] == "application/octet-stream"
     assert decoded(r)["label"].shape == (2,)
+
+
+@given(st.lists(st.tuples(st.text(max_size=6), st.text(max_size=6)), max_size=5))
+@settings(max_examples=300, deadline=None)
+def test_query_value_reads_what_query_params_reads(pairs):
+    query = urlencode(pairs).encode()
+    want = QueryParams(query).get("model") if "model" in QueryParams(query) else None
+    assert query_value(query, "model") == want
+    assert query_value(b"a=1&model=m%20x+y&model=z", "model") == "m x y"
