@@ -23,10 +23,11 @@ from starlette.concurrency import run_in_threadpool
 
 from service.api import binary_answer
 from service.api.content_types import media_type
+from service.api.deps import NOT_READY
 from service.api.fast_predict import INLINE_BYTES
 from service.api.protocols import require_model, score_rows
 from service.api.ready_bytes import ReadyBytes
-from service.errors import ApiError
+from service.errors import ApiError, Unavailable
 from service.inference import binary_tensors, formats
 from service.inference.limits import row_bytes
 
@@ -97,12 +98,14 @@ async def answer(scope: Scope, body: bytes, headers: dict[bytes, str]) -> ReadyB
             problem = f"is required with {binary_tensors.MEDIA_TYPE}: {binary_tensors.MEANING}"
             raise binary_tensors.invalid(binary_tensors.HEADER, problem, "bad header")
         return None
-    state = scope["app"].state
-    store = getattr(state, "store", None)
-    target = _target(scope) if store is not None else None  # no store: the app answers 503
+    target = _target(scope)
     if target is None:
         return None
     scope["route"], ref, field = target
+    state = scope["app"].state
+    store = getattr(state, "store", None)
+    if store is None:
+        raise Unavailable("the model store is not available", headers=NOT_READY)
     request, data = binary_tensors.split(body, length)
     response_id = request.get("id")
     if response_id is not None and type(response_id) is not str:

@@ -16,13 +16,16 @@ import httpx
 import numpy as np
 import orjson
 import pytest
+from fastapi.testclient import TestClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from starlette.datastructures import QueryParams
 
+from service.api.app import create_app
 from service.api.v2_binary import query_value
 from service.inference import binary_tensors
+from service.settings import Settings
 from tests.service.live_server import live_server
 
 IRIS_NAMES = ["sl", "sw", "pl", "pw"]
@@ -342,3 +345,11 @@ def test_query_value_reads_what_query_params_reads(pairs):
     want = QueryParams(query).get("model") if "model" in QueryParams(query) else None
     assert query_value(query, "model") == want
     assert query_value(b"a=1&model=m%20x+y&model=z", "model") == "m x y"
+
+
+def test_a_binary_request_before_the_store_opens_is_503(tmp_path, iris):
+    client = TestClient(create_app(Settings(data_dir=tmp_path)))  # lifespan not run: no store
+    body, headers = _one(iris[0][:2])
+    for path in ("/v2/models/iris/infer", "/predict?model=iris"):
+        r = client.post(path, content=body, headers=headers)
+        assert r.status_code == 503 and int(r.headers["Retry-After"]) > 0, r.text
