@@ -88,12 +88,6 @@ def _parameters(value: Any, field: str) -> Mapping[str, Any]:
     return value
 
 
-def _shape(value: Any, field: str) -> list[int]:
-    if type(value) is not list or not value or not all(type(d) is int and d >= 0 for d in value):
-        raise invalid(field, "must be a list of non-negative integers")
-    return value
-
-
 def _binary_tensor(tensor: dict[str, Any], i: int, size: Any, data: memoryview, at: int):
     """Name, shape and flat float64 values of input ``i``, read from ``data[at:at + size]``."""
     field = f"inputs[{i}]"
@@ -108,7 +102,7 @@ def _binary_tensor(tensor: dict[str, Any], i: int, size: Any, data: memoryview, 
         raise invalid(f"{field}.name", "must be a non-empty string")
     if datatype not in DTYPES:
         raise invalid(f"{field}.datatype", f"must be a numeric type: {sorted(DTYPES)}")
-    shape = _shape(tensor["shape"], f"{field}.shape")
+    shape = formats.check_shape(tensor["shape"], f"{field}.shape")
     if type(size) is not int or size < 0:
         raise invalid(size_field, "must be a non-negative integer (bytes)")
     dtype = DTYPES[datatype]

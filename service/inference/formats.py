@@ -40,7 +40,8 @@ V2_NUMERIC = frozenset(
 )
 V2_OUTPUTS = {"label": "label", "decision": "decision", "probability": "probability"}
 MAX_DEPTH = 4
-"""Deepest nesting of V2 tensor data accepted (rows of features need 2)."""
+"""Deepest nesting of V2 tensor data, and most dimensions of a shape, accepted (rows of features
+need 2)."""
 
 
 @dataclass(frozen=True)
@@ -202,6 +203,21 @@ def _flatten(data: Any, field: str, depth: int = 0) -> list[Any]:
     return out
 
 
+def check_shape(shape: Any, field: str) -> list[int]:
+    """A V2 tensor's shape: 1 to ``MAX_DEPTH`` non-negative integers (422 naming ``field``).
+
+    The dimensions are counted before anything multiplies them: the product of a million big
+    dimensions takes hours (quadratic big-integer arithmetic).
+    """
+    if not isinstance(shape, list) or not shape:
+        raise _invalid(field, "must be a list of non-negative integers")
+    if len(shape) > MAX_DEPTH:
+        raise _invalid(field, f"has {len(shape)} dimensions; at most {MAX_DEPTH}")
+    if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+        raise _invalid(field, "must be a list of non-negative integers")
+    return shape
+
+
 def v2_tensor(tensor: Any, i: int) -> tuple[str, list[int], list[float]]:
     """Name, shape and flat float data of one V2 request input (422 naming ``inputs[i].*``)."""
     field = f"inputs[{i}]"
@@ -215,12 +231,7 @@ def v2_tensor(tensor: Any, i: int) -> tuple[str, list[int], list[float]]:
         raise _invalid(f"{field}.name", "must be a non-empty string")
     if datatype not in V2_NUMERIC:
         raise _invalid(f"{field}.datatype", f"must be a numeric type: {sorted(V2_NUMERIC)}")
-    if (
-        not isinstance(shape, list)
-        or not shape
-        or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)
-    ):
-        raise _invalid(f"{field}.shape", "must be a list of non-negative integers")
+    shape = check_shape(shape, f"{field}.shape")
     if not isinstance(data, list):
         raise _invalid(f"{field}.data", "must be a list (flat or nested) of numbers")
     flat = _flatten(data, f"{field}.data")

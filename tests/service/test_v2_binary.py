@@ -353,3 +353,20 @@ def test_a_binary_request_before_the_store_opens_is_503(tmp_path, iris):
     for path in ("/v2/models/iris/infer", "/predict?model=iris"):
         r = client.post(path, content=body, headers=headers)
         assert r.status_code == 503 and int(r.headers["Retry-After"]) > 0, r.text
+
+
+def test_a_shape_of_many_dimensions_is_refused_before_it_is_multiplied(client, models, iris):
+    """The product of 50,000 dimensions of 10^18 takes seconds (a million, hours): the count of
+    dimensions is checked first, on the JSON route and the binary one."""
+    shape = [10**18] * 50_000
+    json_body = {"inputs": [{"name": "x", "shape": shape, "datatype": "FP64", "data": [1.0]}]}
+    binary = _one(iris[0][:2], shape=shape)
+    for r in (
+        client.post("/v2/models/iris/infer", json=json_body),
+        client.post("/predict?model=iris", json=json_body),
+        client.post("/v2/models/iris/infer", content=binary[0], headers=binary[1]),
+    ):
+        assert r.status_code == 422, r.text
+        assert r.json()["details"] == [
+            {"field": "inputs[0].shape", "problem": "has 50000 dimensions; at most 4"}
+        ]
