@@ -40,6 +40,7 @@ V2_NUMERIC = frozenset(
 )
 V2_OUTPUTS = {"label": "label", "decision": "decision", "probability": "probability"}
 MAX_DEPTH = 4
+INT64_MAX = 2**63 - 1
 """Deepest nesting of V2 tensor data, and most dimensions of a shape, accepted (rows of features
 need 2)."""
 
@@ -204,10 +205,11 @@ def _flatten(data: Any, field: str, depth: int = 0) -> list[Any]:
 
 
 def check_shape(shape: Any, field: str) -> list[int]:
-    """A V2 tensor's shape: 1 to ``MAX_DEPTH`` non-negative integers (422 naming ``field``).
+    """A V2 tensor's shape: 1 to ``MAX_DEPTH`` int64 dimensions ≥ 0 (422 naming ``field``).
 
-    The dimensions are counted before anything multiplies them: the product of a million big
-    dimensions takes hours (quadratic big-integer arithmetic).
+    Checked before anything multiplies them: the product of a million big dimensions takes hours
+    (quadratic big-integer arithmetic), and that of a few 4,000-digit ones is too long for the
+    message that would print it.
     """
     if not isinstance(shape, list) or not shape:
         raise _invalid(field, "must be a list of non-negative integers")
@@ -215,6 +217,8 @@ def check_shape(shape: Any, field: str) -> list[int]:
         raise _invalid(field, f"has {len(shape)} dimensions; at most {MAX_DEPTH}")
     if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
         raise _invalid(field, "must be a list of non-negative integers")
+    if max(shape) > INT64_MAX:
+        raise _invalid(field, "has a dimension past 2^63 - 1 (V2 shapes are int64)")
     return shape
 
 

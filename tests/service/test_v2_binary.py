@@ -370,3 +370,15 @@ def test_a_shape_of_many_dimensions_is_refused_before_it_is_multiplied(client, m
         assert r.json()["details"] == [
             {"field": "inputs[0].shape", "problem": "has 50000 dimensions; at most 4"}
         ]
+
+
+def test_a_dimension_past_int64_is_refused_before_it_is_printed(client, models):
+    """Two 4,000-digit dimensions multiply to more digits than ``str(int)`` prints: was a 500."""
+    big = 10**4000
+    text = '{"inputs": [{"name": "x", "shape": [%d, %d], "datatype": "FP64", "data": [1.0]}]}'
+    for path in ("/v2/models/iris/infer", "/predict?model=iris"):
+        r = client.post(
+            path, content=text % (big, big), headers={"Content-Type": "application/json"}
+        )
+        assert r.status_code == 422, r.text
+        assert r.json()["details"][0]["field"] == "inputs[0].shape"
