@@ -96,7 +96,7 @@ async def answer(scope: Scope, body: bytes, headers: dict[bytes, str]) -> ReadyB
         binary = media_type(headers.get(b"content-type")) == binary_tensors.MEDIA_TYPE
         if binary and (scope["path"] == PREDICT or INFER.fullmatch(scope["path"])):
             problem = f"is required with {binary_tensors.MEDIA_TYPE}: {binary_tensors.MEANING}"
-            raise binary_tensors.invalid(binary_tensors.HEADER, problem, "bad header")
+            raise formats.invalid(binary_tensors.HEADER, problem, "bad header")
         return None
     target = _target(scope)
     if target is None:
@@ -109,7 +109,7 @@ async def answer(scope: Scope, body: bytes, headers: dict[bytes, str]) -> ReadyB
     request, data = binary_tensors.split(body, length)
     response_id = request.get("id")
     if response_id is not None and type(response_id) is not str:
-        raise binary_tensors.invalid("id", "must be a string")
+        raise formats.invalid("id", "must be a string")
     wanted = binary_tensors.binary_outputs(request)
     rows = binary_tensors.rows(request, data)
     outputs = formats.v2_requested(request.get("outputs"))

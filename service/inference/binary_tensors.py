@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import orjson
 
-from service.errors import InvalidInput, detail
 from service.inference import formats
+from service.inference.formats import invalid
 
 HEADER = "Inference-Header-Content-Length"
 HEADER_KEY = HEADER.lower().encode()
@@ -48,10 +48,6 @@ DTYPES = {
 """The numeric datatypes a feature tensor may have, as little-endian numpy types."""
 assert set(DTYPES) == formats.V2_NUMERIC
 _LENGTH = struct.Struct("<I")
-
-
-def invalid(field: str, problem: str, message: str = "the body is not valid") -> InvalidInput:
-    return InvalidInput(message, [detail(field, problem)])
 
 
 def json_length(value: str, body_length: int) -> int:

@@ -55,7 +55,7 @@ class Rows:
     names_field: str
 
 
-def _invalid(field: str, problem: str, message: str = "the body is not valid") -> InvalidInput:
+def invalid(field: str, problem: str, message: str = "the body is not valid") -> InvalidInput:
     return InvalidInput(message, [detail(field, problem)])
 
 
@@ -67,7 +67,7 @@ def body_format(body: Mapping[str, Any]) -> str | None:
     if not found:
         return None
     if len(found) > 1:
-        raise _invalid("body", f"holds {found}; send exactly one of {list(MLFLOW_KEYS)}")
+        raise invalid("body", f"holds {found}; send exactly one of {list(MLFLOW_KEYS)}")
     key = found[0]
     inputs = body.get("inputs")
     is_v2 = key == "inputs" and isinstance(inputs, list) and inputs and isinstance(inputs[0], dict)
@@ -77,28 +77,28 @@ def body_format(body: Mapping[str, Any]) -> str | None:
         if extra != key and extra not in allowed:
             where = "the query (?model=)" if extra == "model" else None
             problem = f"not a field of the {fmt} format"
-            raise _invalid(extra, f"{problem}; give the model in {where}" if where else problem)
+            raise invalid(extra, f"{problem}; give the model in {where}" if where else problem)
     params = body.get("params")
     if fmt != V2 and params not in (None, {}):
-        raise _invalid("params", "bsvm models take no inference parameters")
+        raise invalid("params", "bsvm models take no inference parameters")
     return fmt
 
 
 def _number(value: Any, field: str) -> float:
     """A JSON number as a float (422 for strings, booleans, null or overflowing integers)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _invalid(field, "must be a number", "values must be numbers")
+        raise invalid(field, "must be a number", "values must be numbers")
     try:
         return float(value)
     except OverflowError:
-        raise _invalid(field, "is too large for a double", "values must be numbers") from None
+        raise invalid(field, "is too large for a double", "values must be numbers") from None
 
 
 def _list(value: Any, field: str, what: str) -> list[Any]:
     if not isinstance(value, list):
-        raise _invalid(field, f"must be a list of {what}")
+        raise invalid(field, f"must be a list of {what}")
     if not value:
-        raise _invalid(field, "must hold at least one row", "no rows were sent")
+        raise invalid(field, "must hold at least one row", "no rows were sent")
     return value
 
 
@@ -107,7 +107,7 @@ def matrix(rows: Any, field: str) -> list[list[float]]:
     out = []
     for i, row in enumerate(_list(rows, field, "rows")):
         if not isinstance(row, list):
-            raise _invalid(f"{field}[{i}]", "must be a list of numbers (one row)")
+            raise invalid(f"{field}[{i}]", "must be a list of numbers (one row)")
         out.append([_number(v, f"{field}[{i}][{j}]") for j, v in enumerate(row)])
     return out
 
@@ -119,14 +119,14 @@ def records(items: Any, field: str) -> tuple[list[str], list[list[float]]]:
     out = []
     for i, item in enumerate(items):
         if not isinstance(item, dict):
-            raise _invalid(f"{field}[{i}]", "must be an object {column: value}")
+            raise invalid(f"{field}[{i}]", "must be an object {column: value}")
         if i == 0:
             names = list(item)
             if not names:
-                raise _invalid(f"{field}[0]", "must hold at least one column")
+                raise invalid(f"{field}[0]", "must hold at least one column")
         elif set(item) != set(names):
             differ = sorted(set(item) ^ set(names))[:10]
-            raise _invalid(f"{field}[{i}]", f"columns differ from record 0's: {differ}")
+            raise invalid(f"{field}[{i}]", f"columns differ from record 0's: {differ}")
         out.append([_number(item[name], f"{field}[{i}].{name}") for name in names])
     return names, out
 
@@ -135,7 +135,7 @@ def columns(mapping: Mapping[str, Any], field: str) -> tuple[list[str], list[lis
     """``{column: [values]}`` (columnar) as column names and rows."""
     names = list(mapping)
     if not names:
-        raise _invalid(field, "must hold at least one column")
+        raise invalid(field, "must hold at least one column")
     cols = []
     for name in names:
         values = _list(mapping[name], f"{field}.{name}", "numbers")
@@ -143,13 +143,13 @@ def columns(mapping: Mapping[str, Any], field: str) -> tuple[list[str], list[lis
     n = len(cols[0])
     for name, col in zip(names, cols, strict=True):
         if len(col) != n:
-            raise _invalid(f"{field}.{name}", f"has {len(col)} values; {names[0]} has {n}")
+            raise invalid(f"{field}.{name}", f"has {len(col)} values; {names[0]} has {n}")
     return names, [list(row) for row in zip(*cols, strict=True)]
 
 
 def _strings(names: Any, field: str) -> list[str]:
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-        raise _invalid(field, "must be a list of column names (strings)")
+        raise invalid(field, "must be a list of column names (strings)")
     return names
 
 
@@ -157,21 +157,21 @@ def dataframe_split(value: Any) -> Rows:
     """pandas' ``split`` orient: ``{"columns"?, "index"?, "data"}``."""
     field = "dataframe_split"
     if not isinstance(value, dict):
-        raise _invalid(field, 'must be an object {"columns": [...], "data": [[...]]}')
+        raise invalid(field, 'must be an object {"columns": [...], "data": [[...]]}')
     unknown = sorted(set(value) - {"columns", "index", "data"})
     if unknown:
-        raise _invalid(f"{field}.{unknown[0]}", "not a field of dataframe_split")
+        raise invalid(f"{field}.{unknown[0]}", "not a field of dataframe_split")
     if "data" not in value:
-        raise _invalid(f"{field}.data", "is required")
+        raise invalid(f"{field}.data", "is required")
     X = matrix(value["data"], f"{field}.data")
     names = _strings(value["columns"], f"{field}.columns") if "columns" in value else None
     index = value.get("index")
     if index is not None and (not isinstance(index, list) or len(index) != len(X)):
-        raise _invalid(f"{field}.index", f"must be a list of one label per row ({len(X)})")
+        raise invalid(f"{field}.index", f"must be a list of one label per row ({len(X)})")
     if names is not None and any(len(row) != len(names) for row in X):
         i = next(i for i, row in enumerate(X) if len(row) != len(names))
         problem = f"has {len(X[i])} values; columns has {len(names)}"
-        raise _invalid(f"{field}.data[{i}]", problem)
+        raise invalid(f"{field}.data[{i}]", problem)
     return Rows(X, names, f"{field}.data", f"{field}.columns")
 
 
@@ -194,7 +194,7 @@ def mlflow_rows(fmt: str, body: Mapping[str, Any]) -> Rows:
 def _flatten(data: Any, field: str, depth: int = 0) -> list[Any]:
     """Row-major elements of flat or nested tensor data."""
     if depth > MAX_DEPTH:
-        raise _invalid(field, f"is nested deeper than {MAX_DEPTH} levels")
+        raise invalid(field, f"is nested deeper than {MAX_DEPTH} levels")
     out: list[Any] = []
     for value in data:
         if isinstance(value, list):
@@ -212,13 +212,13 @@ def check_shape(shape: Any, field: str) -> list[int]:
     message that would print it.
     """
     if not isinstance(shape, list) or not shape:
-        raise _invalid(field, "must be a list of non-negative integers")
+        raise invalid(field, "must be a list of non-negative integers")
     if len(shape) > MAX_DEPTH:
-        raise _invalid(field, f"has {len(shape)} dimensions; at most {MAX_DEPTH}")
+        raise invalid(field, f"has {len(shape)} dimensions; at most {MAX_DEPTH}")
     if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
-        raise _invalid(field, "must be a list of non-negative integers")
+        raise invalid(field, "must be a list of non-negative integers")
     if max(shape) > INT64_MAX:
-        raise _invalid(field, "has a dimension past 2^63 - 1 (V2 shapes are int64)")
+        raise invalid(field, "has a dimension past 2^63 - 1 (V2 shapes are int64)")
     return shape
 
 
@@ -226,22 +226,22 @@ def v2_tensor(tensor: Any, i: int) -> tuple[str, list[int], list[float]]:
     """Name, shape and flat float data of one V2 request input (422 naming ``inputs[i].*``)."""
     field = f"inputs[{i}]"
     if not isinstance(tensor, dict):
-        raise _invalid(field, "must be a tensor {name, shape, datatype, data}")
+        raise invalid(field, "must be a tensor {name, shape, datatype, data}")
     for key in ("name", "shape", "datatype", "data"):
         if key not in tensor:
-            raise _invalid(f"{field}.{key}", "is required")
+            raise invalid(f"{field}.{key}", "is required")
     name, shape, datatype, data = (tensor[k] for k in ("name", "shape", "datatype", "data"))
     if not isinstance(name, str) or not name:
-        raise _invalid(f"{field}.name", "must be a non-empty string")
+        raise invalid(f"{field}.name", "must be a non-empty string")
     if datatype not in V2_NUMERIC:
-        raise _invalid(f"{field}.datatype", f"must be a numeric type: {sorted(V2_NUMERIC)}")
+        raise invalid(f"{field}.datatype", f"must be a numeric type: {sorted(V2_NUMERIC)}")
     shape = check_shape(shape, f"{field}.shape")
     if not isinstance(data, list):
-        raise _invalid(f"{field}.data", "must be a list (flat or nested) of numbers")
+        raise invalid(f"{field}.data", "must be a list (flat or nested) of numbers")
     flat = _flatten(data, f"{field}.data")
     if len(flat) != math.prod(shape):
         problem = f"holds {len(flat)} values; shape {shape} needs {math.prod(shape)}"
-        raise _invalid(f"{field}.data", problem)
+        raise invalid(f"{field}.data", problem)
     return name, shape, [_number(v, f"{field}.data[{k}]") for k, v in enumerate(flat)]
 
 
@@ -260,23 +260,23 @@ def tensor_rows(
         _, shape, flat = tensors[0]
         if len(shape) != 2:
             problem = f"has shape {shape}; one input must be 2-D [rows, features]"
-            raise _invalid("inputs[0].shape", problem)
+            raise invalid("inputs[0].shape", problem)
         n, k = shape
         if n == 0 or k == 0:
-            raise _invalid("inputs[0].shape", "needs at least one row and one feature")
+            raise invalid("inputs[0].shape", "needs at least one row and one feature")
         if isinstance(flat, np.ndarray):
             return Rows(flat.reshape(n, k), None, field, "")
         return Rows([flat[r * k : (r + 1) * k] for r in range(n)], None, field, "")
     names = [name for name, _, _ in tensors]
     if len(set(names)) != len(names):
-        raise _invalid("inputs", "tensor names must be distinct (one per feature)")
+        raise invalid("inputs", "tensor names must be distinct (one per feature)")
     n = tensors[0][1][0]
     for i, (_, shape, _) in enumerate(tensors):
         if shape not in ([n], [n, 1]):
             problem = f"has shape {shape}; with several inputs each is one column [{n}] or [{n}, 1]"
-            raise _invalid(f"inputs[{i}].shape", problem)
+            raise invalid(f"inputs[{i}].shape", problem)
     if n == 0:
-        raise _invalid("inputs[0].shape", "needs at least one row", "no rows were sent")
+        raise invalid("inputs[0].shape", "needs at least one row", "no rows were sent")
     if any(isinstance(flat, np.ndarray) for _, _, flat in tensors):
         X = np.column_stack([np.asarray(flat, dtype=np.float64) for _, _, flat in tensors])
         return Rows(X, names, "inputs", "inputs[].name")
@@ -289,12 +289,12 @@ def v2_requested(outputs: Any) -> list[str] | None:
     if outputs is None:
         return None
     if not isinstance(outputs, list) or not outputs:
-        raise _invalid("outputs", "must be a non-empty list of {name}")
+        raise invalid("outputs", "must be a non-empty list of {name}")
     wanted = []
     for i, item in enumerate(outputs):
         name = item.get("name") if isinstance(item, dict) else None
         if name not in V2_OUTPUTS:
-            raise _invalid(f"outputs[{i}].name", f"must be one of {sorted(V2_OUTPUTS)}")
+            raise invalid(f"outputs[{i}].name", f"must be one of {sorted(V2_OUTPUTS)}")
         if V2_OUTPUTS[name] not in wanted:
             wanted.append(V2_OUTPUTS[name])
     return wanted
