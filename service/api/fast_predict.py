@@ -21,7 +21,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import struct
-from typing import Any, get_args
+from collections.abc import Callable
+from typing import Any, TypeVar, get_args
 
 import numpy as np
 import orjson
@@ -49,6 +50,7 @@ INLINE_BYTES = 2**20
 SIMD_MIN_BYTES = 4096
 """Bodies from this size are read by simdjson (``simd_body``); below it orjson's lower fixed cost
 wins (one row of 30 numbers: 4.5 µs against 6.3; they cross at about 5 rows, 3 KB)."""
+T = TypeVar("T")
 PACK_ROWS = 4096
 """Rows of a body packed into bytes at a time (``_matrix``)."""
 
@@ -160,12 +162,27 @@ def fast_body(raw: bytes) -> FastBody | None:
     return FastBody(model, X, list(outputs), float(level), names)
 
 
-def _in_memory(store: Any, body: FastBody) -> bool:
-    """True when scoring ``body`` needs no I/O and little memory (so it may run on the loop)."""
-    estimator = store.estimator_in_memory(body.model)
+def _in_memory(store: Any, ref: str, n_rows: int, n_features: int) -> bool:
+    """True when scoring ``n_rows`` rows with ``ref`` needs no I/O and little memory."""
+    estimator = store.estimator_in_memory(ref)
     if estimator is None:
         return False
-    return body.X.shape[0] * row_bytes(estimator, body.X.shape[1]) <= INLINE_BYTES
+    return n_rows * row_bytes(estimator, n_features) <= INLINE_BYTES
+
+
+async def on_loop_when_cheap(
+    store: Any, ref: str, shape: tuple[int, int], run: Callable[[], T], field: str = "model"
+) -> T:
+    """``run()`` on the event loop when the model of ``ref`` is in memory and rows of ``shape``
+    need little working memory; else in the thread pool."""
+    if not _in_memory(store, ref, *shape):
+        # the reference needs the registry (its cached resolution lapsed): ask it off the loop,
+        # holding no predict slot (a query, not a model's memory), then look again
+        with contextlib.suppress(ApiError):  # run() raises it again, with its envelope
+            await run_in_threadpool(store.resolve, ref, field)
+        if not _in_memory(store, ref, *shape):
+            return await run_in_threadpool(run)
+    return run()
 
 
 def as_json(out: dict[str, Any]) -> ReadyBytes:
@@ -191,11 +208,4 @@ async def score(
 
     if batcher is not None:
         return await run_in_threadpool(run)
-    if not _in_memory(store, body):
-        # the reference needs the registry (its cached resolution lapsed): ask it off the loop,
-        # holding no predict slot (a query, not a model's memory), then look again
-        with contextlib.suppress(ApiError):  # predict below raises it again, with its envelope
-            await run_in_threadpool(store.resolve, body.model)
-        if not _in_memory(store, body):
-            return await run_in_threadpool(run)
-    return run()
+    return await on_loop_when_cheap(store, body.model, body.X.shape, run)

@@ -27,13 +27,16 @@ PATH = "/predict"
 Scope = MutableMapping[str, Any]
 
 
-class PredictRoute:
+class RouteTemplate:
     """What the access log and metrics read off ``scope["route"]``: the path template."""
 
-    path = PATH
+    __slots__ = ("path",)
+
+    def __init__(self, path: str) -> None:
+        self.path = path
 
 
-ROUTE = PredictRoute()
+ROUTE = RouteTemplate(PATH)
 
 
 async def answer(

@@ -3,51 +3,37 @@
 ``POST /v2/models/{name}[/versions/{version}]/infer``, or ``POST /predict?model=<ref>`` (which
 takes V2 bodies too), carrying ``Inference-Header-Content-Length``, is a JSON object followed by
 its inputs' bytes (``service.inference.binary_tensors``), which the routes' JSON bodies cannot
-read. The request middleware hands it here after its id, key and body cap: the rows are read straight into
-a float64 matrix (no number is parsed from text), scored as the JSON route scores them
-(``protocols.score_rows``: the same checks, 404s and 422s, details naming ``inputs[i]...``), and
-answered as a V2 response, with the outputs asked for as binary data after its JSON. A model
-already in memory with little working memory is scored on the event loop, as ``/predict``'s
-shortcut does; any other in the thread pool. The access log and metrics name the route's template.
+read. The request middleware hands it here after its id, key and body cap: the rows are read
+straight into a float64 matrix (no number is parsed from text), scored as the JSON route scores
+them (``protocols.score_rows``: the same checks, 404s and 422s, details naming ``inputs[i]...``),
+and answered as a V2 response, with the outputs asked for as binary data after its JSON. A model
+already in memory with little working memory is scored on the event loop, any other in the
+thread pool, as ``/predict``'s shortcut does (``fast_predict.on_loop_when_cheap``). The access
+log and metrics name the route's template.
 """
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import MutableMapping
 from typing import Any
 from urllib.parse import unquote_plus
 
-from starlette.concurrency import run_in_threadpool
-
-from service.api import binary_answer
+from service.api import binary_answer, shortcut
 from service.api.content_types import media_type
 from service.api.deps import NOT_READY
-from service.api.fast_predict import INLINE_BYTES
+from service.api.fast_predict import on_loop_when_cheap
 from service.api.protocols import require_model, score_rows
 from service.api.ready_bytes import ReadyBytes
-from service.errors import ApiError, Unavailable
+from service.errors import Unavailable
 from service.inference import binary_tensors, formats
-from service.inference.limits import row_bytes
 
 Scope = MutableMapping[str, Any]
 INFER = re.compile(r"/v2/models/([^/]+)(?:/versions/([^/]+))?/infer")
-PREDICT = "/predict"
 
 
-class InferRoute:
-    """What the access log and metrics read off ``scope["route"]``: the path template."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-
-ROUTES = {
-    False: InferRoute("/v2/models/{name}/infer"),
-    True: InferRoute("/v2/models/{name}/versions/{version}/infer"),
-    PREDICT: InferRoute(PREDICT),
-}
+INFER_ROUTE = shortcut.RouteTemplate("/v2/models/{name}/infer")
+VERSION_ROUTE = shortcut.RouteTemplate("/v2/models/{name}/versions/{version}/infer")
 
 
 def query_value(query: bytes, key: str) -> str | None:
@@ -60,31 +46,19 @@ def query_value(query: bytes, key: str) -> str | None:
     return None
 
 
-def _target(scope: Scope) -> tuple[InferRoute, str, str] | None:
+def _target(scope: Scope) -> tuple[shortcut.RouteTemplate, str, str] | None:
     """(route, model reference, the field its 404 names) of a path that takes binary tensors."""
     path = scope["path"]
-    if path == PREDICT:
-        return (
-            ROUTES[PREDICT],
-            require_model(query_value(scope["query_string"], "model")),
-            "model",
-        )
+    if path == shortcut.PATH:
+        ref = require_model(query_value(scope["query_string"], "model"))
+        return shortcut.ROUTE, ref, "model"
     match = INFER.fullmatch(path)
     if match is None:
         return None
     name, version = match.groups()
     if version is None:
-        return ROUTES[False], name, "name"
-    return ROUTES[True], f"{name}:{version}", "version"
-
-
-def _inline(store: Any, ref: str, rows: formats.Rows) -> bool:
-    """True when scoring ``rows`` with ``ref`` needs no I/O and little memory (on the loop)."""
-    estimator = store.estimator_in_memory(ref)
-    if estimator is None:
-        return False
-    n, k = len(rows.X), len(rows.X[0])
-    return n * row_bytes(estimator, k) <= INLINE_BYTES
+        return INFER_ROUTE, name, "name"
+    return VERSION_ROUTE, f"{name}:{version}", "version"
 
 
 async def answer(scope: Scope, body: bytes, headers: dict[bytes, str]) -> ReadyBytes | None:
@@ -94,7 +68,7 @@ async def answer(scope: Scope, body: bytes, headers: dict[bytes, str]) -> ReadyB
     length = headers.get(binary_tensors.HEADER_KEY)
     if length is None:
         binary = media_type(headers.get(b"content-type")) == binary_tensors.MEDIA_TYPE
-        if binary and (scope["path"] == PREDICT or INFER.fullmatch(scope["path"])):
+        if binary and (scope["path"] == shortcut.PATH or INFER.fullmatch(scope["path"])):
             problem = f"is required with {binary_tensors.MEDIA_TYPE}: {binary_tensors.MEANING}"
             raise formats.invalid(binary_tensors.HEADER, problem, "bad header")
         return None
@@ -117,12 +91,7 @@ async def answer(scope: Scope, body: bytes, headers: dict[bytes, str]) -> ReadyB
     def run() -> dict[str, Any]:
         return score_rows(store, state.settings, state.predict_gate, ref, rows, outputs, field)
 
-    inline = _inline(store, ref, rows)
-    if not inline:
-        with contextlib.suppress(ApiError):  # resolved off the loop; run() raises it again
-            await run_in_threadpool(store.resolve, ref, field)
-        inline = _inline(store, ref, rows)
-    out = run() if inline else await run_in_threadpool(run)
+    out = await on_loop_when_cheap(store, ref, (len(rows.X), len(rows.X[0])), run, field)
     scope["state"]["model_id"] = out["model_id"]
     request_id = response_id or scope["state"]["request_id"]
     return binary_answer.encoded(formats.v2_response(out, request_id), wanted)
