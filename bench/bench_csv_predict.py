@@ -39,7 +39,7 @@ import numpy as np
 from sklearn.datasets import load_breast_cancer
 from sklearn.preprocessing import StandardScaler
 
-from bench.common import peak_rss_during, time_median
+from bench.common import binary_tensor_body, peak_rss_during, time_median
 from bench.server import peak_rss_mb, reset_peak_rss, start_server, stop_server
 from bsvm_core.kernel_svm import KernelSVM
 from service.training.worker import with_preprocessing
@@ -68,17 +68,6 @@ def csv_body(names: list[str], Z: np.ndarray) -> bytes:
 def pinned(core: int) -> None:
     """Run this process on ``core`` from now on."""
     os.sched_setaffinity(0, {core})
-
-
-def binary_request(Z: np.ndarray) -> dict[str, object]:
-    """``Z`` as a V2 request of binary FP64 data asking for labels as binary data."""
-    tensor = {"name": "x", "shape": list(Z.shape), "datatype": "FP64"}
-    tensor["parameters"] = {"binary_data_size": Z.nbytes}
-    outputs = [{"name": "label", "parameters": {"binary_data": True}}]
-    head = json.dumps({"inputs": [tensor], "outputs": outputs}).encode()
-    headers = {"Content-Type": "application/octet-stream"}
-    headers["Inference-Header-Content-Length"] = str(len(head))
-    return {"content": head + np.ascontiguousarray(Z, dtype="<f8").tobytes(), "headers": headers}
 
 
 def binary_labels(response: httpx.Response) -> np.ndarray:
@@ -148,9 +137,11 @@ def main(argv: list[str] | None = None) -> int:
                         "headers": {"Content-Type": "application/json"},
                     },
                 }
+                binary_body, binary_headers = binary_tensor_body(Zcsv, binary_labels=True)
                 kinds["binary → binary"] = {
                     "path": f"/v2/models/{model_id}/infer",
-                    **binary_request(Zcsv),
+                    "content": binary_body,
+                    "headers": binary_headers,
                 }
                 for kind, request in kinds.items():
                     reset_peak_rss(server.pid)

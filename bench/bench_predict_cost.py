@@ -35,6 +35,7 @@ import numpy as np
 from fastapi import FastAPI
 from pydantic import BaseModel
 
+from bench.common import binary_tensor_body
 from bench.server import start_server, stop_server
 
 SERVER_CORE, CLIENT_CORE = 0, 1
@@ -127,17 +128,13 @@ class Client:
     def binary_request(self, path: str, X: np.ndarray) -> bytes:
         """Prebuilt bytes of an Open Inference Protocol request with ``X`` as binary FP64 data,
         asking for labels only (as ``/predict`` answers by default)."""
-        data = np.ascontiguousarray(X, dtype="<f8").tobytes()
-        tensor = {"name": "x", "shape": list(X.shape), "datatype": "FP64"}
-        tensor["parameters"] = {"binary_data_size": len(data)}
-        json_head = json.dumps({"inputs": [tensor], "outputs": [{"name": "label"}]}).encode()
+        body, headers = binary_tensor_body(X, binary_labels=False)
+        lines = "".join(f"{key}: {value}\r\n" for key, value in headers.items())
         head = (
-            f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\n"
-            f"Content-Type: application/octet-stream\r\n"
-            f"Inference-Header-Content-Length: {len(json_head)}\r\n"
-            f"Content-Length: {len(json_head) + len(data)}\r\n\r\n"
+            f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\n{lines}"
+            f"Content-Length: {len(body)}\r\n\r\n"
         )
-        return head.encode() + json_head + data
+        return head.encode() + body
 
     def send(self, raw: bytes) -> tuple[int, bytes]:
         """Send one request; (status, body) of its response."""

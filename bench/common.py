@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -97,3 +98,18 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
             f"{_fmt_ratio(r.get('ours_predict_s'), r.get('sk_predict_s'))} | {r.get('note', '')} |"
         )
     return "\n".join(lines)
+
+
+def binary_tensor_body(X: np.ndarray, binary_labels: bool) -> tuple[bytes, dict[str, str]]:
+    """(body, headers) of an Open Inference Protocol request with ``X`` as binary FP64 data,
+    asking for labels only, as binary INT64 data when ``binary_labels``."""
+    data = np.ascontiguousarray(X, dtype="<f8").tobytes()
+    tensor = {"name": "x", "shape": list(X.shape), "datatype": "FP64"}
+    tensor["parameters"] = {"binary_data_size": len(data)}
+    label: dict[str, Any] = {"name": "label"}
+    if binary_labels:
+        label["parameters"] = {"binary_data": True}
+    head = json.dumps({"inputs": [tensor], "outputs": [label]}).encode()
+    headers = {"Content-Type": "application/octet-stream"}
+    headers["Inference-Header-Content-Length"] = str(len(head))
+    return head + data, headers
