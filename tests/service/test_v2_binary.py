@@ -27,8 +27,8 @@ from service.api.v2_binary import query_value
 from service.inference import binary_tensors
 from service.settings import Settings
 from tests.service.live_server import live_server
+from tests.service.test_protocols import IRIS_NAMES
 
-IRIS_NAMES = ["sl", "sw", "pl", "pw"]
 HEADER = "Inference-Header-Content-Length"
 OCTETS = {"Content-Type": "application/octet-stream"}
 
@@ -342,9 +342,12 @@ def test_the_documented_binary_example_answers_binary_outputs(client, models):
 @settings(max_examples=300, deadline=None)
 def test_query_value_reads_what_query_params_reads(pairs):
     query = urlencode(pairs).encode()
-    want = QueryParams(query).get("model") if "model" in QueryParams(query) else None
-    assert query_value(query, "model") == want
+    assert query_value(query, "model") == QueryParams(query).get("model")
+
+
+def test_query_value_takes_the_first_value_decoded():
     assert query_value(b"a=1&model=m%20x+y&model=z", "model") == "m x y"
+    assert query_value(b"a=1", "model") is None
 
 
 def test_a_binary_request_before_the_store_opens_is_503(tmp_path, iris):
