@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from service.api.schemas.v2 import IRIS_ROWS
-from service.inference import binary_tensors
+from service.wire import v2_binary as binary_tensors
 
 BINARY = {"schema": {"type": "string", "format": "binary"}}
 EXAMPLE = json.dumps(

@@ -3,10 +3,8 @@
 For every HTTP request, in order: give it a request id (echoed as ``X-Request-ID`` on every
 response); check the API key (401, before any body is read); cap the body (413, from
 ``Content-Length`` and again by counting the bytes as they stream in; 408 when the body stops
-arriving for ``body_timeout_s``); run the app (a ``POST /predict`` of our own JSON body
-is answered by ``service.api.shortcut`` without the router, a V2 infer request with binary
-tensor data by ``service.api.v2_binary``), turning any unexpected exception into
-the 500 envelope; then write one JSON log line and the request metrics.
+arriving for ``body_timeout_s``); run the app with the body read, turning any unexpected
+exception into the 500 envelope; then write one JSON log line and the request metrics.
 """
 
 from __future__ import annotations
@@ -19,12 +17,10 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from service.api import shortcut, v2_binary
 from service.api.auth import API_KEY_HEADER, check_api_key
 from service.api.envelope import REQUEST_ID_HEADER, api_error_response, internal_error
 from service.api.metrics import Metrics
 from service.errors import ApiError, PayloadTooLarge, RequestTimeout, detail
-from service.inference.binary_tensors import HEADER_KEY as INFERENCE_HEADER_KEY
 from service.logs import log_direct
 from service.settings import Settings
 
@@ -41,15 +37,12 @@ UNMATCHED_ROUTE = "<unmatched>"
 
 REQUEST_ID_HEADER_KEY = REQUEST_ID_HEADER.lower().encode()
 API_KEY_HEADER_KEY = API_KEY_HEADER.lower().encode()
-_WANTED = frozenset(
-    {REQUEST_ID_HEADER_KEY, API_KEY_HEADER_KEY, b"content-length", b"content-type", b"accept"}
-    | {INFERENCE_HEADER_KEY}
-)
+_WANTED = frozenset({REQUEST_ID_HEADER_KEY, API_KEY_HEADER_KEY, b"content-length"})
 
 
 def wanted_headers(scope: Scope) -> dict[bytes, str]:
-    """The headers the middleware and the ``/predict`` shortcut read (request id, API key,
-    length, type, accept), first of each, in one pass."""
+    """The headers the middleware reads (request id, API key, length), first of each, in one
+    pass."""
     found: dict[bytes, str] = {}
     for key, value in scope["headers"]:
         key = key.lower()
@@ -227,13 +220,7 @@ class RequestContextMiddleware:
             check_api_key(self.settings, scope["path"], headers.get(API_KEY_HEADER_KEY))
             self._check_declared_length(headers)
             body = await read_capped_body(receive, self.max_body, self.settings.body_timeout_s)
-            response = await shortcut.answer(scope, body, headers)
-            if response is None:
-                response = await v2_binary.answer(scope, body, headers)
-            if response is not None:
-                await response(scope, receive, send_with_id)
-            else:
-                await self.app(scope, replay(body, receive), send_with_id)
+            await self.app(scope, replay(body, receive), send_with_id)
         except ApiError as exc:
             await api_error_response(exc, request_id)(scope, receive, send_with_id)
         except Exception:

@@ -19,6 +19,7 @@ from fastapi.openapi.utils import get_openapi
 
 from service.api.envelope import HTTP_METHODS
 from service.errors import ErrorBody
+from service.wire.media import CSV_MEDIA_TYPE
 
 ENVELOPE_REF = "#/components/schemas/ErrorBody"
 _FASTAPI_422 = "#/components/schemas/HTTPValidationError"
@@ -115,3 +116,26 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
 def install_openapi(app: FastAPI) -> None:
     """Make ``app.openapi()`` return the post-processed document."""
     app.openapi = lambda: build_openapi(app)  # type: ignore[method-assign]
+
+
+def with_model_query(extra: dict[str, Any]) -> dict[str, Any]:
+    """``openapi_extra`` whose ``model`` query parameter also serves MLflow and KServe bodies."""
+    for parameter in extra.get("parameters", []):
+        if parameter["name"] == "model":
+            parameter["description"] = (
+                "Model reference (id, name, name@alias, name:version): required with text/csv "
+                "and with MLflow or KServe bodies; our own JSON body names its model instead."
+            )
+    return extra
+
+
+#: ``openapi_extra`` fragment: the 200 of ``/predict`` also comes as ``text/csv``.
+CSV_RESPONSE = {
+    200: {
+        "description": "Outputs as JSON, or as CSV when `Accept: text/csv` is sent: a header "
+        "row `label, decision_<class>..., probability_<class>..., interval_lower[_<class>]..., "
+        "interval_upper[_<class>]...` (the outputs asked for) and one row per input row. "
+        "MLflow/KServe bodies are answered in their own shapes (see the description).",
+        "content": {CSV_MEDIA_TYPE: {"schema": {"type": "string"}}},
+    }
+}

@@ -12,9 +12,11 @@ from bsvm_core.bayesian_summary import draw_summary
 from service.data_checks import as_matrix, check_feature_names, check_n_features
 from service.errors import Conflict, InvalidInput, detail
 from service.inference.batching import MicroBatcher
-from service.inference.limits import give_back_memory, row_bytes, score_in_blocks
+from service.inference.limits import PredictGate, give_back_memory, row_bytes, score_in_blocks
 from service.inference.plots import CoefficientTrace
+from service.inference.query import PredictQuery
 from service.inference.scoring import scorer
+from service.inference.signature import outputs_of
 from service.repository.model_types import model_types_with
 from service.repository.store import ModelStore
 from service.settings import Settings
@@ -88,8 +90,35 @@ def _interval(estimator: Any, X: np.ndarray, level: float, budget: float) -> dic
     return {"level": level, "lower": _floats(lower), "upper": _floats(upper)}
 
 
+def score(
+    store: ModelStore,
+    settings: Settings,
+    gate: PredictGate,
+    query: PredictQuery,
+    batcher: MicroBatcher | None = None,
+) -> dict[str, Any]:
+    """Our outputs for ``query``, whatever wire format it was decoded from: the one scoring call.
+
+    The model reference's 404 names ``query.model_field``; no ``outputs`` asks for every point
+    output the model has; 422 details name the fields as the sender wrote them. Holds a slot of
+    the ``gate`` (503 when every slot is taken).
+    """
+    try:
+        if query.outputs is None or query.model_field != "model":
+            model_id = store.resolve(query.model, query.model_field)
+            outputs = query.outputs
+            query = query.with_model(
+                model_id, outputs_of(store.load(model_id)) if outputs is None else outputs
+            )
+        with gate.slot():
+            return predict(store, settings, query, batcher)
+    except InvalidInput as exc:
+        exc.details = query.sender_details(exc.details)
+        raise
+
+
 def predict(
-    store: ModelStore, settings: Settings, body: Any, batcher: MicroBatcher | None = None
+    store: ModelStore, settings: Settings, body: PredictQuery, batcher: MicroBatcher | None = None
 ) -> dict[str, Any]:
     """The outputs ``body.outputs`` of the model ``body.model`` on ``body.X``.
 

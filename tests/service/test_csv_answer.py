@@ -8,13 +8,12 @@ import io
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.api import csv_answer
-from service.inference import formats
+from service.wire import csv_answer
 
 
 def written(out: dict) -> str:
-    """The reference: ``csv.writer`` over ``formats.table``, floats by ``repr``."""
-    header, rows = formats.table(out)
+    """The reference: ``csv.writer`` over ``csv_answer.table``, floats by ``repr``."""
+    header, rows = csv_answer.table(out)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(header)

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from starlette.datastructures import QueryParams
 
-from service.api import csv_bodies, csv_matrix
-from service.api.csv_matrix import numeric_matrix
 from service.errors import ApiError
+from service.wire import csv_bodies, csv_matrix
+from service.wire.csv_matrix import numeric_matrix
 
 QUERY = QueryParams({"model": "m"})
 
@@ -43,11 +43,11 @@ BODIES = {
 
 
 def general(raw: bytes) -> dict:
-    """``predict_payload`` with the fast path switched off."""
+    """``decode_predict`` with the fast path switched off."""
     original = csv_bodies.numeric_matrix
     csv_bodies.numeric_matrix = lambda raw, unused: None
     try:
-        return csv_bodies.predict_payload(raw, QUERY)
+        return csv_bodies.decode_predict(raw, QUERY)
     finally:
         csv_bodies.numeric_matrix = original
 
@@ -58,13 +58,13 @@ def outcome(convert, raw: bytes):
         payload = convert(raw)
     except ApiError as exc:
         return ("error", exc.status_code, exc.code, [(d.field, d.problem) for d in exc.details])
-    return payload["feature_names"], np.asarray(payload["X"], dtype=np.float64)
+    return payload.feature_names, np.asarray(payload.X, dtype=np.float64)
 
 
 @pytest.mark.parametrize("name", sorted(BODIES))
 def test_fast_and_general_paths_agree(name):
     raw = BODIES[name].encode()
-    fast = outcome(lambda r: csv_bodies.predict_payload(r, QUERY), raw)
+    fast = outcome(lambda r: csv_bodies.decode_predict(r, QUERY), raw)
     slow = outcome(general, raw)
     if slow[0] == "error":
         assert fast == slow
@@ -84,7 +84,7 @@ def test_random_numbers_are_read_to_the_bit():
     raw = ("\n".join(lines) + "\n").encode()
     fast = numeric_matrix(raw, lambda header: frozenset())
     assert fast is not None
-    np.testing.assert_array_equal(fast[1], np.asarray(general(raw)["X"]))
+    np.testing.assert_array_equal(fast[1], np.asarray(general(raw).X))
 
 
 @pytest.mark.parametrize(
@@ -127,7 +127,7 @@ def test_blank_lines_anywhere_are_left_out_on_the_fast_path(monkeypatch, width):
     found = numeric_matrix(raw, lambda header: frozenset())
     assert found is not None
     np.testing.assert_array_equal(found[1], rows)
-    np.testing.assert_array_equal(found[1], np.asarray(general(raw)["X"]))
+    np.testing.assert_array_equal(found[1], np.asarray(general(raw).X))
 
 
 @pytest.mark.parametrize("name", sorted(BODIES))

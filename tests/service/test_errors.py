@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from pydantic import BaseModel, Field
 
 from service.api.app import create_app
-from service.api.envelope import field_path, validation_details
+from service.wire.validation import field_path, validation_details
 from service.errors import ApiError, Busy, Conflict, NotFound, Unavailable, detail
 from service.settings import Settings
 

@@ -9,10 +9,11 @@ import pytest
 
 SERVICE = Path(__file__).resolve().parents[2] / "service"
 BASE = {"settings", "errors", "logs", "data_checks", "__version__"}
-LAYERS = ("api", "training", "inference", "repository")
+LAYERS = ("api", "wire", "training", "inference", "repository")
 #: What each layer may import from ``service`` (besides the base modules, which every layer may use).
 ALLOWED = {
-    "api": {"api", "training", "inference", "repository"},
+    "api": {"api", "wire", "training", "inference", "repository"},
+    "wire": {"wire", "inference", "repository"},
     "training": {"training", "repository"},
     "inference": {"inference", "repository"},
     "repository": {"repository"},

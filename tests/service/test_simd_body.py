@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.api import fast_predict, simd_body
 from service.api.schemas.predict import PredictRequest
+from service.wire import ours as fast_predict
+from service.wire import simd as simd_body
 from tests.service.test_fast_predict import UNSURE, VALID
 
 FLOAT = st.floats(allow_nan=False, allow_infinity=False)
@@ -208,7 +209,8 @@ def test_a_flat_array_of_numbers_comes_from_the_tape() -> None:
 
 @pytest.mark.parametrize("name", ["plain", "exponents", "long integer", "17 digits", "overflowing"])
 def test_csv_blocks_read_alike_by_simdjson_and_orjson(monkeypatch, name) -> None:
-    from service.api.csv_matrix import numeric_matrix
+    from service.wire.csv_matrix import numeric_matrix
+
     from tests.service.test_csv_matrix import BODIES
 
     raw = BODIES[name].encode()

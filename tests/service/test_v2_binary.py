@@ -10,7 +10,6 @@ values, which is itself checked against ``/predict`` in ``test_protocols``.
 from __future__ import annotations
 
 import struct
-from urllib.parse import urlencode
 
 import httpx
 import numpy as np
@@ -20,12 +19,10 @@ from fastapi.testclient import TestClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from starlette.datastructures import QueryParams
 
 from service.api.app import create_app
-from service.api.v2_binary import query_value
-from service.inference import binary_tensors
 from service.settings import Settings
+from service.wire import v2_binary as binary_tensors
 from tests.service.live_server import live_server
 from tests.service.test_protocols import IRIS_NAMES
 
@@ -336,18 +333,6 @@ def test_the_documented_binary_example_answers_binary_outputs(client, models):
     assert r.status_code == 200, r.text
     assert r.headers["content-type"] == "application/octet-stream"
     assert decoded(r)["label"].shape == (2,)
-
-
-@given(st.lists(st.tuples(st.text(max_size=6), st.text(max_size=6)), max_size=5))
-@settings(max_examples=300, deadline=None)
-def test_query_value_reads_what_query_params_reads(pairs):
-    query = urlencode(pairs).encode()
-    assert query_value(query, "model") == QueryParams(query).get("model")
-
-
-def test_query_value_takes_the_first_value_decoded():
-    assert query_value(b"a=1&model=m%20x+y&model=z", "model") == "m x y"
-    assert query_value(b"a=1", "model") is None
 
 
 def test_a_binary_request_before_the_store_opens_is_503(tmp_path, iris):

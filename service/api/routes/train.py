@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Header, Request
 from fastapi.responses import JSONResponse
 
-from service.api.csv_bodies import CsvRoute, csv_openapi
+from service.api.csv_route import CsvRoute, csv_openapi
 from service.api.deps import JobsDep, RegistryDep, SettingsDep, StoreDep
 from service.api.examples import DEFAULT_MODEL, IRIS_CSV, train_examples
 from service.api.openapi import error_responses

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Request
 from fastapi.responses import JSONResponse
+from starlette.responses import Response
 
 from service import __version__
 from service.api import binary_openapi
@@ -19,7 +20,7 @@ from service.api.binary_openapi import V2_ANSWER
 from service.api.content_types import BodyRoute
 from service.api.deps import StoreDep
 from service.api.openapi import error_responses
-from service.api.protocols import answer
+from service.api.predict_route import PredictRoute, foreign
 from service.api.schemas.v2 import (
     IRIS_ROWS,
     InferenceRequest,
@@ -32,8 +33,9 @@ from service.api.schemas.v2 import (
     ServerReady,
 )
 from service.errors import InvalidInput, detail
-from service.inference import binary_tensors, formats
 from service.inference.signature import describe
+from service.wire import sniff, v2_binary
+from service.wire.v2 import v2_metadata
 
 health_router = APIRouter(prefix="/v2/health", tags=["open inference protocol"])
 router = APIRouter(tags=["open inference protocol"], route_class=BodyRoute)
@@ -72,12 +74,12 @@ def server_ready(request: Request) -> JSONResponse:
 @router.get("/v2", response_model=ServerMetadata)
 def server_metadata() -> ServerMetadata:
     """The server's name, version and protocol extensions (binary tensor data)."""
-    return ServerMetadata(name="bsvm", version=__version__, extensions=[binary_tensors.EXTENSION])
+    return ServerMetadata(name="bsvm", version=__version__, extensions=[v2_binary.EXTENSION])
 
 
 def _metadata(store: StoreDep, name: str, version: str | None) -> dict[str, Any]:
     found = describe(store, _ref(name, version))
-    return formats.v2_metadata(found["record"], found["versions"], found["outputs"])
+    return v2_metadata(found["record"], found["versions"], found["outputs"])
 
 
 @router.get("/v2/models/{name}", response_model=ModelMetadata, responses=MODEL_ERRORS)
@@ -108,14 +110,7 @@ def model_version_ready(name: str, version: str, store: StoreDep) -> ModelReady:
     return ModelReady(name=describe(store, _ref(name, version))["record"]["name"], ready=True)
 
 
-@router.post(
-    "/v2/models/{name}/infer",
-    response_model=InferenceResponse,
-    response_model_exclude_none=True,
-    responses=SCORING_ERRORS,
-    openapi_extra=BINARY_DATA,
-)
-def infer(name: str, body: InferenceRequest, request: Request) -> dict[str, Any]:
+def infer(name: str, body: InferenceRequest) -> dict[str, Any]:
     """Score V2 input tensors; outputs `label`, `decision`, `probability` (default: all).
 
     Binary tensor data (KServe's and Triton's extension): send the JSON object, then each
@@ -123,27 +118,35 @@ def infer(name: str, body: InferenceRequest, request: Request) -> dict[str, Any]
     `parameters.binary_data_size` instead of `data`, with `Content-Type:
     application/octet-stream` and `Inference-Header-Content-Length` set to the JSON's length.
     Outputs come back as bytes after the response's JSON when asked for (see the 200)."""
-    return answer(request, name, formats.V2, body.model_dump(), field="name")
+    # the signature declares the JSON body; PredictRoute's handler reads and answers every body
+    raise NotImplementedError  # pragma: no cover
 
 
-@router.post(
-    "/v2/models/{name}/versions/{version}/infer",
-    response_model=InferenceResponse,
-    response_model_exclude_none=True,
-    responses=SCORING_ERRORS,
-    openapi_extra=BINARY_DATA,
-)
-def infer_version(
-    name: str, version: str, body: InferenceRequest, request: Request
-) -> dict[str, Any]:
+def infer_version(name: str, version: str, body: InferenceRequest) -> dict[str, Any]:
     """Score V2 input tensors with one version of a model (binary tensor data as for
     `/v2/models/{name}/infer`)."""
-    return answer(request, _ref(name, version), formats.V2, body.model_dump(), field="version")
+    raise NotImplementedError  # pragma: no cover
+
+
+for _path, _endpoint in (
+    ("/v2/models/{name}/infer", infer),
+    ("/v2/models/{name}/versions/{version}/infer", infer_version),
+):
+    router.add_api_route(
+        _path,
+        _endpoint,
+        methods=["POST"],
+        response_model=InferenceResponse,
+        response_model_exclude_none=True,
+        responses=SCORING_ERRORS,
+        openapi_extra=BINARY_DATA,
+        route_class_override=PredictRoute,
+    )
 
 
 def _format(body: dict[str, Any], allowed: tuple[str, ...]) -> str:
     """The body's format when it is one of ``allowed`` (422 naming the body otherwise)."""
-    fmt = formats.body_format(body)
+    fmt = sniff.body_format(body)
     if fmt not in allowed:
         raise InvalidInput(
             "unsupported body format", [detail("body", f"send exactly one of {list(allowed)}")]
@@ -152,25 +155,25 @@ def _format(body: dict[str, Any], allowed: tuple[str, ...]) -> str:
 
 
 @compat_router.post("/invocations", response_model=Predictions, responses=SCORING_ERRORS)
-def invocations(
+async def invocations(
     body: ForeignBody,
     request: Request,
     model: Annotated[
         str, Query(description="Model reference (id, name, name@alias, name:version).")
     ],
-) -> dict[str, Any]:
+) -> Response:
     """MLflow scoring server's route: `dataframe_split`, `dataframe_records`, `instances`,
     `inputs` bodies; answers `{"predictions": [label, ...]}`."""
-    return answer(request, model, _format(body, formats.MLFLOW_KEYS), body)
+    return await foreign(request, b"", _format(body, sniff.MLFLOW_KEYS), body, model)
 
 
 @compat_router.post(
     "/v1/models/{name}:predict", response_model=Predictions, responses=SCORING_ERRORS
 )
-def v1_predict(
+async def v1_predict(
     name: str,
     request: Request,
     body: Annotated[dict[str, Any], Body(examples=[{"instances": IRIS_ROWS}])],
-) -> dict[str, Any]:
+) -> Response:
     """KServe V1 predict: `{"instances": [[...], ...]}` → `{"predictions": [label, ...]}`."""
-    return answer(request, name, _format(body, ("instances", "inputs")), body, field="name")
+    return await foreign(request, b"", _format(body, ("instances", "inputs")), body, name, "name")

@@ -11,7 +11,7 @@ from pydantic import Field, ValidatorFunctionWrapHandler, WrapValidator
 def _keep_arrays(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
     """A non-empty 2-D float64 array as it is (a CSV body's parsed rows); anything else validated.
 
-    No JSON body can hold an array: only the CSV conversion (``service.api.csv_matrix``) puts one
+    No JSON body can hold an array: only the CSV conversion (``service.wire.csv_matrix``) puts one
     here, so its rows are not turned into lists and back.
     """
     if isinstance(value, np.ndarray) and value.dtype == np.float64 and value.ndim == 2:

@@ -1,6 +1,6 @@
 """Bodies of the Open Inference Protocol (KServe V2) routes and of the MLflow/KServe V1 aliases.
 
-Field checks beyond JSON types live in ``service.inference.formats`` (shared with ``/predict``).
+Field checks beyond JSON types live in ``service.wire.v2`` (shared with ``/predict``).
 """
 
 from __future__ import annotations

@@ -23,13 +23,16 @@ from typing import Any
 import numpy as np
 import orjson
 
-from service.inference import formats
-from service.inference.formats import invalid
+from service.inference.query import PredictQuery
+from service.wire import v2
+from service.wire.answer import Answer
+from service.wire.media import BINARY_MEDIA_TYPE
+from service.wire.rows import Rows, invalid, query_of
 
 HEADER = "Inference-Header-Content-Length"
 HEADER_KEY = HEADER.lower().encode()
 MEANING = "the JSON object's length in bytes; the inputs' binary data follows it"
-MEDIA_TYPE = "application/octet-stream"
+MEDIA_TYPE = BINARY_MEDIA_TYPE
 EXTENSION = "binary_tensor_data"
 """The extension's name in the server metadata's ``extensions``."""
 DTYPES = {
@@ -46,7 +49,7 @@ DTYPES = {
     "UINT64": np.dtype("<u8"),
 }
 """The numeric datatypes a feature tensor may have, as little-endian numpy types."""
-assert set(DTYPES) == formats.V2_NUMERIC
+assert set(DTYPES) == v2.V2_NUMERIC
 _LENGTH = struct.Struct("<I")
 
 
@@ -98,7 +101,7 @@ def _binary_tensor(tensor: dict[str, Any], i: int, size: Any, data: memoryview, 
         raise invalid(f"{field}.name", "must be a non-empty string")
     if datatype not in DTYPES:
         raise invalid(f"{field}.datatype", f"must be a numeric type: {sorted(DTYPES)}")
-    shape = formats.check_shape(tensor["shape"], f"{field}.shape")
+    shape = v2.check_shape(tensor["shape"], f"{field}.shape")
     if type(size) is not int or size < 0:
         raise invalid(size_field, "must be a non-negative integer (bytes)")
     dtype = DTYPES[datatype]
@@ -125,7 +128,7 @@ def tensors(request: Mapping[str, Any], data: memoryview) -> list[tuple[str, lis
         parameters = _parameters(tensor.get("parameters"), f"inputs[{i}].parameters")
         size = parameters.get("binary_data_size")
         if size is None:
-            out.append(formats.v2_tensor(tensor, i))
+            out.append(v2.v2_tensor(tensor, i))
             continue
         out.append(_binary_tensor(tensor, i, size, data, at))
         at += size
@@ -135,11 +138,11 @@ def tensors(request: Mapping[str, Any], data: memoryview) -> list[tuple[str, lis
     return out
 
 
-def rows(request: Mapping[str, Any], data: memoryview) -> formats.Rows:
-    """The rows of a request with binary inputs (see ``formats.tensor_rows``)."""
+def rows(request: Mapping[str, Any], data: memoryview) -> Rows:
+    """The rows of a request with binary inputs (see ``v2.tensor_rows``)."""
     found = tensors(request, data)
     binary = type(found[0][2]) is np.ndarray
-    return formats.tensor_rows(found, "inputs[0]" if binary else "inputs[0].data")
+    return v2.tensor_rows(found, "inputs[0]" if binary else "inputs[0].data")
 
 
 def binary_outputs(request: Mapping[str, Any]) -> dict[str, bool]:
@@ -151,7 +154,7 @@ def binary_outputs(request: Mapping[str, Any]) -> dict[str, bool]:
     outputs = request.get("outputs")
     for i, item in enumerate(outputs if type(outputs) is list else ()):
         if type(item) is not dict:
-            continue  # formats.v2_requested names what is wrong with it
+            continue  # v2.v2_requested names what is wrong with it
         parameters = _parameters(item.get("parameters"), f"outputs[{i}].parameters")
         if "binary_data" in parameters:
             if type(parameters["binary_data"]) is not bool:
@@ -186,3 +189,26 @@ def encode(response: dict[str, Any], wanted: Mapping[str, bool]) -> tuple[bytes,
         tensor["parameters"] = {**(tensor.get("parameters") or {}), "binary_data_size": len(raw)}
         parts.append(raw)
     return orjson.dumps(response), b"".join(parts)
+
+
+def decode(
+    body: bytes, header_value: str, ref: str, field: str = "model"
+) -> tuple[PredictQuery, dict[str, Any]]:
+    """The query of a request with binary tensor data, and its JSON object (for the answer)."""
+    request, data = split(body, header_value)
+    response_id = request.get("id")
+    if response_id is not None and type(response_id) is not str:
+        raise invalid("id", "must be a string")
+    binary_outputs(request)  # its 422s before any scoring
+    found = rows(request, data)
+    return query_of(found, ref, v2.v2_requested(request.get("outputs")), field), request
+
+
+def answer(out: Mapping[str, Any], request: Mapping[str, Any], request_id: str) -> Answer:
+    """Our outputs as a V2 response to ``request``: JSON, then the outputs it asked for as
+    binary data (``Inference-Header-Content-Length`` gives the JSON's length)."""
+    response = v2.v2_response(out, str(request.get("id") or request_id))
+    head, data = encode(response, binary_outputs(request))
+    if not data:
+        return Answer(head)
+    return Answer(head + data, MEDIA_TYPE, {HEADER: str(len(head))})

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import orjson
 
-from service.api import simd_body
+from service.wire import simd
 
 BLOCK_BYTES = 2**19
 """Bytes of the body read at a time: simdjson's reused parser takes up to 1 MB, and orjson's
@@ -108,11 +108,11 @@ def json_lines(block: bytes, width: int) -> int | None:
 def json_numbers(block: bytes, lines: int, width: int) -> np.ndarray | None:
     """The ``lines`` x ``width`` cells of ``block`` (``json_lines``) when every one is a number.
 
-    simdjson copies them from its tape (``simd_body.number_array``; ``json_lines`` left no ``[``
+    simdjson copies them from its tape (``simd.number_array``; ``json_lines`` left no ``[``
     in the block); where it cannot (an integer past 64 bits, say), orjson reads them.
     """
     text = b"[" + block.replace(b"\n", b",") + b"]"
-    values = simd_body.number_array(text)
+    values = simd.number_array(text)
     if values is not None and values.size == lines * width:
         return values.reshape(lines, width)
     out = np.empty((lines, width))

@@ -7,8 +7,9 @@ Labels that are all whole numbers ("1", "1.0") become integers, otherwise string
 prediction, ``?model=`` names the model and ``?outputs=`` (repeatable) the outputs; the header
 puts the columns in the model's order.
 
-``CsvRoute`` turns such a body into the JSON payload of the route before FastAPI validates it, so
-both content types go through one schema and one set of checks.
+A training's CSV becomes the JSON payload of ``POST /train`` (``train_payload``, validated by
+its schema); a predict's becomes the query (``decode_predict``, validated by ``PredictRequest``),
+so both content types go through one schema and one set of checks.
 """
 
 from __future__ import annotations
@@ -17,17 +18,22 @@ import csv
 import io
 import json
 import re
-from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
-from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import QueryParams
-from starlette.requests import Request
-from starlette.responses import Response
-
-from service.api.content_types import CSV_MEDIA_TYPE, JSON_MEDIA_TYPE, BodyRoute, is_csv
-from service.api.csv_matrix import numeric_matrix
+from service.api.schemas.predict import PredictRequest
 from service.errors import ApiError, BadRequest, InvalidInput, detail
+from service.inference.query import PredictQuery
+from service.wire.csv_matrix import numeric_matrix
+from service.wire.validation import validated
+
+
+class QueryValues(Protocol):
+    """A request's query string, as Starlette's ``QueryParams`` reads it."""
+
+    def get(self, key: str, default: Any = None) -> Any: ...
+
+    def getlist(self, key: str) -> list[str]: ...
+
 
 #: A whole number as a CSV cell may spell it: "1", "-2", "1.0", "0.00" (18 digits at most, so
 #: it fits int64; longer ones stay strings).
@@ -129,7 +135,7 @@ def parse_numbers(
     return out
 
 
-def _require(query: QueryParams, key: str) -> str:
+def _require(query: QueryValues, key: str) -> str:
     value = query.get(key)
     if not value:
         raise InvalidInput(
@@ -138,7 +144,7 @@ def _require(query: QueryParams, key: str) -> str:
     return value
 
 
-def train_payload(raw: bytes, query: QueryParams, store: Any = None) -> dict[str, Any]:
+def train_payload(raw: bytes, query: QueryValues, store: Any = None) -> dict[str, Any]:
     """The ``POST /train`` JSON body equivalent to a CSV body and its query."""
     model_type, target = _require(query, "model_type"), _require(query, "target")
     header, rows = read_table(raw)
@@ -194,8 +200,8 @@ def unused_columns(store: Any, model: str, header: list[str]) -> frozenset[int]:
     return frozenset(j for j, column in enumerate(header) if column == target)
 
 
-def predict_payload(raw: bytes, query: QueryParams, store: Any = None) -> dict[str, Any]:
-    """The ``POST /predict`` JSON body equivalent to a CSV body and its query.
+def decode_predict(raw: bytes, query: QueryValues, store: Any = None) -> PredictQuery:
+    """The query of a ``POST /predict`` CSV body and its query string.
 
     Columns the model does not use (``unused_columns``) are not parsed, so a non-numeric target
     column does no harm; the predict leaves them out and lists them in ``dropped_columns``. A
@@ -220,78 +226,5 @@ def predict_payload(raw: bytes, query: QueryParams, store: Any = None) -> dict[s
         payload["outputs"] = query.getlist("outputs")
     if query.get("level"):
         payload["level"] = query["level"]
-    return payload
-
-
-#: Converters by route path: (body, query, the app's model store or None) -> JSON payload.
-CSV_PAYLOADS: dict[str, Callable[[bytes, QueryParams, Any], dict[str, Any]]] = {
-    "/train": train_payload,
-    "/predict": predict_payload,
-}
-
-
-class _ParsedRequest(Request):
-    """A request whose body was already read and converted to a JSON value."""
-
-    def __init__(self, request: Request, raw: bytes, payload: dict[str, Any]) -> None:
-        scope = dict(request.scope)
-        scope["headers"] = [
-            (k, v) for k, v in request.scope["headers"] if k.lower() != b"content-type"
-        ] + [(b"content-type", b"application/json")]
-        super().__init__(scope, request.receive)
-        self._raw, self._payload = raw, payload
-
-    async def body(self) -> bytes:
-        return self._raw or b" "
-
-    async def json(self) -> Any:
-        return self._payload
-
-
-class CsvRoute(BodyRoute):
-    """A route that also accepts ``text/csv``, converted by ``CSV_PAYLOADS[path]``."""
-
-    accepted = (JSON_MEDIA_TYPE, CSV_MEDIA_TYPE)
-
-    def get_route_handler(self) -> Callable[[Request], Any]:
-        handler = super().get_route_handler()
-        convert = CSV_PAYLOADS.get(self.path)
-        if convert is None:
-            return handler
-
-        async def csv_handler(request: Request) -> Response:
-            if is_csv(request.headers.get("content-type")):
-                raw = await request.body()
-                store = getattr(request.app.state, "store", None)
-                payload = await run_in_threadpool(convert, raw, request.query_params, store)
-                request = _ParsedRequest(request, raw, payload)
-            return await handler(request)
-
-        return csv_handler
-
-
-def csv_openapi(
-    body: str,
-    query: dict[str, str],
-    arrays: tuple[str, ...] = (),
-    example: str | None = None,
-    query_examples: dict[str, str] | None = None,
-) -> dict[str, Any]:
-    """``openapi_extra`` declaring the CSV body (with an example) and its CSV-only query."""
-    string: dict[str, Any] = {"type": "string"}
-    media: dict[str, Any] = {"schema": {**string, "description": body}}
-    if example is not None:
-        media["example"] = example
-    parameters = []
-    for name, text in query.items():
-        parameter = {
-            "name": name,
-            "in": "query",
-            "required": False,
-            "schema": {"type": "array", "items": string} if name in arrays else string,
-            "description": f"text/csv only: {text}",
-        }
-        if name in (query_examples or {}):
-            parameter["example"] = (query_examples or {})[name]
-        parameters.append(parameter)
-    return {"requestBody": {"content": {CSV_MEDIA_TYPE: media}}, "parameters": parameters}
+    body = validated(PredictRequest, payload)
+    return PredictQuery(body.model, body.X, body.feature_names, list(body.outputs), body.level)

@@ -1,0 +1,85 @@
+"""``POST /train`` with a ``text/csv`` body: the CSV turned into the route's JSON payload.
+
+``CsvRoute`` converts such a body (``wire.csv_bodies.train_payload``) before FastAPI validates
+it, so both content types go through one schema and one set of checks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import QueryParams
+from starlette.requests import Request
+from starlette.responses import Response
+
+from service.api.content_types import BodyRoute
+from service.wire.csv_bodies import train_payload
+from service.wire.media import CSV_MEDIA_TYPE, JSON_MEDIA_TYPE, is_csv
+
+
+class _ParsedRequest(Request):
+    """A request whose body was already read and converted to a JSON value."""
+
+    def __init__(self, request: Request, raw: bytes, payload: dict[str, Any]) -> None:
+        scope = dict(request.scope)
+        scope["headers"] = [
+            (k, v) for k, v in request.scope["headers"] if k.lower() != b"content-type"
+        ] + [(b"content-type", b"application/json")]
+        super().__init__(scope, request.receive)
+        self._raw, self._payload = raw, payload
+
+    async def body(self) -> bytes:
+        return self._raw or b" "
+
+    async def json(self) -> Any:
+        return self._payload
+
+
+class CsvRoute(BodyRoute):
+    """A route that also accepts ``text/csv``, converted to its JSON payload by ``convert``."""
+
+    accepted = (JSON_MEDIA_TYPE, CSV_MEDIA_TYPE)
+    convert: Callable[[bytes, QueryParams, Any], dict[str, Any]] = staticmethod(train_payload)
+
+    def get_route_handler(self) -> Callable[[Request], Any]:
+        handler = super().get_route_handler()
+        convert = self.convert
+
+        async def csv_handler(request: Request) -> Response:
+            if is_csv(request.headers.get("content-type")):
+                raw = await request.body()
+                store = getattr(request.app.state, "store", None)
+                payload = await run_in_threadpool(convert, raw, request.query_params, store)
+                request = _ParsedRequest(request, raw, payload)
+            return await handler(request)
+
+        return csv_handler
+
+
+def csv_openapi(
+    body: str,
+    query: dict[str, str],
+    arrays: tuple[str, ...] = (),
+    example: str | None = None,
+    query_examples: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """``openapi_extra`` declaring the CSV body (with an example) and its CSV-only query."""
+    string: dict[str, Any] = {"type": "string"}
+    media: dict[str, Any] = {"schema": {**string, "description": body}}
+    if example is not None:
+        media["example"] = example
+    parameters = []
+    for name, text in query.items():
+        parameter = {
+            "name": name,
+            "in": "query",
+            "required": False,
+            "schema": {"type": "array", "items": string} if name in arrays else string,
+            "description": f"text/csv only: {text}",
+        }
+        if name in (query_examples or {}):
+            parameter["example"] = (query_examples or {})[name]
+        parameters.append(parameter)
+    return {"requestBody": {"content": {CSV_MEDIA_TYPE: media}}, "parameters": parameters}

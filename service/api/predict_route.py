@@ -1,0 +1,249 @@
+"""The predict pipeline, entered from routing: decode (``service.wire``) → score → encode.
+
+``PredictRoute`` is the route class of every route that scores rows read from its own body:
+``POST /predict`` and the Open Inference Protocol's ``POST /v2/models/{name}[/versions/{v}]/infer``.
+The router picks the route; its handler reads the body's bytes (already capped by the request
+middleware), picks the codec from ``Content-Type``, the binary-data header and the body's keys,
+decodes the body into one ``PredictQuery``, scores it with ``inference.predict.score`` and encodes
+the outputs in the answer shape of that codec. The route's endpoint function is never called: its
+signature declares the JSON body for the OpenAPI document, and ``openapi_extra`` the other bodies
+the same handler reads. Errors are raised, and answered by the app's exception handlers.
+
+==============================  ==================================  ==============================
+body                            decoder                             answer
+==============================  ==================================  ==============================
+ours, JSON                      ``wire.ours``                       ``PredictResponse`` JSON, or
+ours, ``text/csv``              ``wire.csv_bodies``                 CSV (``Accept: text/csv``)
+MLflow, KServe V1 (JSON)        ``wire.sniff`` → ``wire.mlflow``    ``{"predictions": [...]}``
+V2 tensors (JSON)               ``wire.sniff`` → ``wire.v2``        V2 response (``wire.v2_binary``)
+V2 binary tensor data           ``wire.v2_binary``                  V2 response, JSON or binary
+==============================  ==================================  ==============================
+
+``/invocations`` and ``/v1/models/{name}:predict`` take JSON only: FastAPI reads their bodies,
+and they go on through the same decoders, ``scored`` and encoders (``routes/v2.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from fastapi.routing import APIRoute
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+
+from service.api.deps import get_store
+from service.api.envelope import request_id_of
+from service.errors import ApiError, InvalidInput, detail
+from service.inference import predict as prediction
+from service.inference.limits import row_bytes
+from service.inference.query import PredictQuery, rows_shape
+from service.repository.store import ModelStore
+from service.wire import csv_bodies, mlflow, ours, sniff, v2, v2_binary
+from service.wire.answer import Answer
+from service.wire.media import (
+    BINARY_MEDIA_TYPE,
+    CSV_MEDIA_TYPE,
+    JSON_MEDIA_TYPE,
+    is_csv,
+    is_json,
+    media_type,
+    unsupported,
+)
+from service.wire.rows import invalid
+from service.wire.validation import validated
+
+T = TypeVar("T")
+INLINE_BYTES = 2**20
+"""Predicts whose working memory (rows × bytes per row) is at most this run on the event loop."""
+INLINE_BODY_BYTES = 2**16
+"""Bodies up to this size are decoded on the event loop; larger ones in the thread pool."""
+ACCEPTED = (JSON_MEDIA_TYPE, CSV_MEDIA_TYPE)
+"""Media types of ``/predict`` bodies named in its 415 (binary tensor data has its header)."""
+
+
+def _in_memory(store: ModelStore, ref: str, n_rows: int, n_features: int) -> bool:
+    """True when scoring ``n_rows`` rows with ``ref`` needs no I/O and little memory."""
+    estimator = store.estimator_in_memory(ref)
+    if estimator is None:
+        return False
+    return n_rows * row_bytes(estimator, n_features) <= INLINE_BYTES
+
+
+async def on_loop_when_cheap(
+    store: ModelStore, ref: str, shape: tuple[int, int], run: Callable[[], T], field: str
+) -> T:
+    """``run()`` on the event loop when the model of ``ref`` is in memory and rows of ``shape``
+    need little working memory; else in the thread pool."""
+    if not _in_memory(store, ref, *shape):
+        # the reference needs the registry (its cached resolution lapsed): ask it off the loop,
+        # holding no predict slot (a query, not a model's memory), then look again
+        with contextlib.suppress(ApiError):  # run() raises it again, with its envelope
+            await run_in_threadpool(store.resolve, ref, field)
+        if not _in_memory(store, ref, *shape):
+            return await run_in_threadpool(run)
+    return run()
+
+
+async def scored(request: Request, query: PredictQuery) -> dict[str, Any]:
+    """Our outputs for ``query`` (``inference.predict.score``): on the loop when the model is in
+    memory and the work small, else in the thread pool; with micro-batching on, in the pool,
+    where concurrent one-row requests can meet."""
+    state = request.app.state
+    store = get_store(request)
+    run = functools.partial(
+        prediction.score, store, state.settings, state.predict_gate, query, state.predict_batcher
+    )
+    if state.predict_batcher is not None:
+        out = await run_in_threadpool(run)
+    else:
+        out = await on_loop_when_cheap(
+            store, query.model, rows_shape(query), run, query.model_field
+        )
+    request.state.model_id = out["model_id"]
+    return out
+
+
+async def off_loop_when_large(body: bytes, decode: Callable[[], T]) -> T:
+    """``decode()`` on the loop for a small ``body``, in the thread pool for a large one."""
+    if len(body) <= INLINE_BODY_BYTES:
+        return decode()
+    return await run_in_threadpool(decode)
+
+
+def respond(answer: Answer) -> Response:
+    """An encoded answer as the 200 response."""
+    return Response(answer.body, media_type=answer.media_type, headers=answer.headers)
+
+
+def require_model(ref: str | None) -> str:
+    """The ``?model=`` query value given (422 naming ``model`` when absent or empty)."""
+    if not ref:
+        raise InvalidInput(
+            "this body names no model; give it in the query",
+            [detail("model", "query parameter ?model=<ref> is required with this body format")],
+        )
+    return ref
+
+
+def _json_object(raw: bytes) -> dict[str, Any] | None:
+    """The body as a JSON object, or ``None`` (the decoder then reports what is wrong with it)."""
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _binary_header(request: Request) -> str | None:
+    """``Inference-Header-Content-Length``; 422 when a binary body comes without it."""
+    length = request.headers.get(v2_binary.HEADER)
+    if length is None and media_type(request.headers.get("content-type")) == BINARY_MEDIA_TYPE:
+        problem = f"is required with {BINARY_MEDIA_TYPE}: {v2_binary.MEANING}"
+        raise invalid(v2_binary.HEADER, problem, "bad header")
+    return length
+
+
+async def binary_infer(
+    request: Request, body: bytes, length: str, ref: str, field: str
+) -> Response:
+    """A V2 request with binary tensor data, answered as V2 (binary outputs when asked)."""
+    get_store(request)  # 503 before the body is looked at, as for every predict
+    query, v2_request = await off_loop_when_large(
+        body, lambda: v2_binary.decode(body, length, ref, field)
+    )
+    out = await scored(request, query)
+    return respond(v2_binary.answer(out, v2_request, request_id_of(request)))
+
+
+async def predict(request: Request) -> Response:
+    """``POST /predict``: every body it takes, by ``Content-Type`` and then by the body's keys."""
+    body = await request.body()
+    length = _binary_header(request)
+    if length is not None:
+        ref = require_model(request.query_params.get("model"))
+        return await binary_infer(request, body, length, ref, "model")
+    content_type = request.headers.get("content-type")
+    csv = is_csv(content_type)
+    if not csv:
+        query = ours.fast_body(body) if is_json(content_type) else None
+        if query is None:
+            value = await off_loop_when_large(body, lambda: _json_object(body))
+            fmt = sniff.body_format(value) if value is not None else None
+            if fmt is not None:
+                ref = require_model(request.query_params.get("model"))
+                return await foreign(request, body, fmt, value, ref)
+    if csv:
+        store, params = request.app.state.store, request.query_params
+        query = await run_in_threadpool(csv_bodies.decode_predict, body, params, store)
+    elif query is None:
+        if not is_json(content_type) and (content_type is not None or body):
+            raise unsupported(content_type, ACCEPTED)
+        value = await off_loop_when_large(body, lambda: ours.json_value(body))
+        get_store(request)  # 503 before the fields are checked, as FastAPI's dependencies
+        query = await off_loop_when_large(body, lambda: ours.validate(value))
+    out = await scored(request, query)
+    return respond(ours.answer(out, request.headers.get("accept")))
+
+
+async def foreign(
+    request: Request, body: bytes, fmt: str, value: dict[str, Any], ref: str, field: str = "model"
+) -> Response:
+    """Another server's JSON body (format ``fmt``, read as ``value``) scored with model ``ref``,
+    answered in its own protocol's shape."""
+    get_store(request)
+    if fmt == sniff.V2:
+        v2_binary.binary_outputs(value)  # its 422s first
+        query = await off_loop_when_large(body, lambda: v2.decode(value, ref, field))
+        out = await scored(request, query)
+        return respond(v2_binary.answer(out, value, request_id_of(request)))
+    query = await off_loop_when_large(body, lambda: mlflow.decode(fmt, value, ref, field))
+    return respond(mlflow.answer(await scored(request, query)))
+
+
+async def infer(request: Request) -> Response:
+    """``POST /v2/models/{name}[/versions/{version}]/infer``: V2 tensors, JSON or binary."""
+    from service.api.schemas.v2 import InferenceRequest
+
+    name, version = request.path_params["name"], request.path_params.get("version")
+    ref, field = (name, "name") if version is None else (f"{name}:{version}", "version")
+    body = await request.body()
+    length = _binary_header(request)
+    if length is not None:
+        return await binary_infer(request, body, length, ref, field)
+    content_type = request.headers.get("content-type")
+    if not is_json(content_type) and (content_type is not None or body):
+        raise unsupported(content_type, (JSON_MEDIA_TYPE,))
+
+    value = await off_loop_when_large(body, lambda: ours.json_value(body))
+
+    def decode() -> tuple[PredictQuery, dict[str, Any]]:
+        v2_request = validated(InferenceRequest, value).model_dump()
+        v2_binary.binary_outputs(v2_request)
+        get_store(request)
+        return v2.decode(v2_request, ref, field), v2_request
+
+    query, v2_request = await off_loop_when_large(body, decode)
+    out = await scored(request, query)
+    return respond(v2_binary.answer(out, v2_request, request_id_of(request)))
+
+
+HANDLERS = {"predict": predict, "infer": infer}
+"""The pipeline's entry by the ``name`` of the route that declares it."""
+
+
+class PredictRoute(APIRoute):
+    """A route answered by the predict pipeline (module docstring): its ``name`` picks the entry.
+
+    FastAPI's own extension point (a custom ``route_class`` whose ``get_route_handler`` returns the
+    request handler): the router matches it, ``request_response`` runs it, and the app's
+    exception handlers answer what it raises.
+    """
+
+    def get_route_handler(self) -> Callable[[Request], Any]:
+        kind = "infer" if self.path.endswith("/infer") else "predict"
+        return HANDLERS[kind]
