@@ -11,9 +11,9 @@ from fastapi.testclient import TestClient
 from pydantic import BaseModel, Field
 
 from service.api.app import create_app
-from service.wire.validation import field_path, validation_details
 from service.errors import ApiError, Busy, Conflict, NotFound, Unavailable, detail
 from service.settings import Settings
+from service.wire.validation import field_path, validation_details
 
 SECRET = "s3cr3t-value-never-echoed"
 

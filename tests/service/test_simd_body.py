@@ -210,7 +210,6 @@ def test_a_flat_array_of_numbers_comes_from_the_tape() -> None:
 @pytest.mark.parametrize("name", ["plain", "exponents", "long integer", "17 digits", "overflowing"])
 def test_csv_blocks_read_alike_by_simdjson_and_orjson(monkeypatch, name) -> None:
     from service.wire.csv_matrix import numeric_matrix
-
     from tests.service.test_csv_matrix import BODIES
 
     raw = BODIES[name].encode()
