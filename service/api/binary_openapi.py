@@ -10,8 +10,8 @@ import copy
 import json
 from typing import Any
 
-from service.api.schemas.v2 import IRIS_ROWS
 from service.inference import binary_tensors
+from service.schemas.v2 import IRIS_ROWS
 
 BINARY = {"schema": {"type": "string", "format": "binary"}}
 EXAMPLE = json.dumps(

@@ -30,16 +30,16 @@ from starlette.concurrency import run_in_threadpool
 
 from service.api import simd_body
 from service.api.ready_bytes import JSON_TYPE, ReadyBytes
-from service.api.schemas.predict import (
+from service.errors import ApiError
+from service.inference import predict as prediction
+from service.inference.limits import row_bytes
+from service.schemas.predict import (
     MAX_OUTPUTS,
     MODEL_REF_MAX_CHARS,
     Output,
     PredictRequest,
     PredictResponse,
 )
-from service.errors import ApiError
-from service.inference import predict as prediction
-from service.inference.limits import row_bytes
 
 FIELDS = frozenset(PredictRequest.model_fields)
 OUTPUTS = frozenset(get_args(Output))

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from service.api import fast_predict
-from service.api.schemas.predict import PredictRequest
+from service.schemas.predict import PredictRequest
 from tests.service.conftest import train_body
 
 ROW = [5.1, 3.5, 1.4, 0.2]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 SERVICE = Path(__file__).resolve().parents[2] / "service"
-BASE = {"settings", "errors", "logs", "data_checks", "__version__"}
+BASE = {"settings", "errors", "logs", "data_checks", "schemas", "__version__"}
 LAYERS = ("api", "training", "inference", "repository")
 #: What each layer may import from ``service`` (besides the base modules, which every layer may use).
 ALLOWED = {
@@ -17,12 +17,16 @@ ALLOWED = {
     "inference": {"inference", "repository"},
     "repository": {"repository"},
     "base": set(),
+    # Until the model-type table moves to a base module, the train schema reads it from repository.
+    "schemas": {"schemas", "repository"},
 }
 WEB = ("fastapi", "starlette", "uvicorn")
 
 
 def _layer(path: Path) -> str:
     rel = path.relative_to(SERVICE).parts
+    if rel[0] == "schemas":
+        return "schemas"
     return rel[0] if rel[0] in LAYERS else "base"
 
 
@@ -45,7 +49,10 @@ MODULES = sorted(p for p in SERVICE.rglob("*.py") if p.name != "__main__.py")
 def test_every_layer_exists() -> None:
     for layer in LAYERS:
         assert (SERVICE / layer / "__init__.py").is_file()
-    assert {p.stem for p in SERVICE.glob("*.py")} >= BASE - {"__version__"}
+    for name in BASE - {"__version__"}:
+        assert (SERVICE / f"{name}.py").is_file() or (SERVICE / name / "__init__.py").is_file(), (
+            name
+        )
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(SERVICE)))

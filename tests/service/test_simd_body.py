@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from service.api import fast_predict, simd_body
-from service.api.schemas.predict import PredictRequest
+from service.schemas.predict import PredictRequest
 from tests.service.test_fast_predict import UNSURE, VALID
 
 FLOAT = st.floats(allow_nan=False, allow_infinity=False)

@@ -12,8 +12,8 @@ from service.api.deps import GateDep, SettingsDep, StoreDep
 from service.api.examples import DEFAULT_MODEL, PREDICT_CSV, PREDICT_EXAMPLES
 from service.api.openapi import error_responses
 from service.api.protocols import CSV_RESPONSE, ProtocolRoute, respond, with_model_query
-from service.api.schemas.predict import PredictRequest, PredictResponse
 from service.inference import predict as prediction
+from service.schemas.predict import PredictRequest, PredictResponse
 
 router = APIRouter(tags=["predict"], route_class=ProtocolRoute)
 

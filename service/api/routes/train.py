@@ -11,10 +11,10 @@ from service.api.csv_bodies import CsvRoute, csv_openapi
 from service.api.deps import JobsDep, RegistryDep, SettingsDep, StoreDep
 from service.api.examples import DEFAULT_MODEL, IRIS_CSV, train_examples
 from service.api.openapi import error_responses
-from service.api.schemas.jobs import JobView
-from service.api.schemas.models import ModelRecord
-from service.api.schemas.train import TrainRequest
 from service.repository.model_types import build_registry
+from service.schemas.jobs import JobView
+from service.schemas.models import ModelRecord
+from service.schemas.train import TrainRequest
 from service.training.tasks import prepare_task
 
 router = APIRouter(tags=["train"], route_class=CsvRoute)

@@ -20,7 +20,10 @@ from service.api.content_types import BodyRoute
 from service.api.deps import StoreDep
 from service.api.openapi import error_responses
 from service.api.protocols import answer
-from service.api.schemas.v2 import (
+from service.errors import InvalidInput, detail
+from service.inference import binary_tensors, formats
+from service.inference.signature import describe
+from service.schemas.v2 import (
     IRIS_ROWS,
     InferenceRequest,
     InferenceResponse,
@@ -31,9 +34,6 @@ from service.api.schemas.v2 import (
     ServerMetadata,
     ServerReady,
 )
-from service.errors import InvalidInput, detail
-from service.inference import binary_tensors, formats
-from service.inference.signature import describe
 
 health_router = APIRouter(prefix="/v2/health", tags=["open inference protocol"])
 router = APIRouter(tags=["open inference protocol"], route_class=BodyRoute)

@@ -6,10 +6,10 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from service.api.schemas.common import Matrix
-from service.api.schemas.labels import Labels
 from service.repository.model_types import Registry, build_registry
 from service.repository.registry import NAME_PATTERN
+from service.schemas.common import Matrix
+from service.schemas.labels import Labels
 
 TAG_KEY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 
