@@ -28,12 +28,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from service.errors import ApiError, BadRequest, ErrorBody, ErrorDetail, InvalidInput, detail
-from service.repository.model_types import build_registry
+from service.model_types import model_types
 
 REQUEST_ID_HEADER = "X-Request-ID"
 
 #: Model types; a discriminated union puts the tag in error locations, which we drop.
-MODEL_TYPE_TAGS = frozenset(build_registry())
+MODEL_TYPE_TAGS = frozenset(model_types())
 #: Location parts that name a pydantic union member or validator, not a field.
 _TYPE_TAG = re.compile(r"^(?:[a-z-]+\[.*\]|int|float|str|bool|none|list|dict)$")
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")

@@ -15,7 +15,7 @@ from service.inference.batching import MicroBatcher
 from service.inference.limits import give_back_memory, row_bytes, score_in_blocks
 from service.inference.plots import CoefficientTrace
 from service.inference.scoring import scorer
-from service.repository.model_types import model_types_with
+from service.model_types import model_types_with
 from service.repository.store import ModelStore
 from service.settings import Settings
 
