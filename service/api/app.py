@@ -20,7 +20,7 @@ from service.api.telemetry_gate import ServiceApp, settle_telemetry
 from service.inference.batching import MicroBatcher
 from service.inference.limits import PredictGate
 from service.logs import configure_logging, flush_service_logs
-from service.repository.model_types import build_registry
+from service.model_types import model_types
 from service.repository.opening import open_store
 from service.settings import Settings
 from service.training.executors import make_executor
@@ -61,7 +61,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             store.db,
             store,
             make_executor(settings),
-            app.state.registry,
+            app.state.model_types,
             metrics=app.state.metrics,
         ).start()
     if isinstance(app, ServiceApp):
@@ -99,7 +99,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.store = None
     app.state.jobs = None
     app.state.metrics = Metrics()
-    app.state.registry = build_registry()
+    app.state.model_types = model_types()
     app.state.predict_gate = PredictGate(settings.predict_concurrency)
     app.state.predict_batcher = (
         MicroBatcher(settings.predict_batch_wait_us / 1e6) if settings.predict_batching else None

@@ -10,7 +10,7 @@ import copy
 import json
 from typing import Any
 
-from service.api.schemas.v2 import IRIS_ROWS
+from service.schemas.v2 import IRIS_ROWS
 from service.wire import v2_binary as binary_tensors
 
 BINARY = {"schema": {"type": "string", "format": "binary"}}

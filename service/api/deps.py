@@ -8,7 +8,7 @@ from fastapi import Depends, Request
 
 from service.errors import Unavailable
 from service.inference.limits import PredictGate
-from service.repository.model_types import Registry
+from service.model_types import ModelTypes
 from service.repository.store import ModelStore
 from service.settings import Settings
 from service.training.queue import JobQueue
@@ -39,12 +39,12 @@ def get_jobs(request: Request) -> JobQueue:
     return jobs
 
 
-def get_registry(request: Request) -> Registry:
-    """The model-type registry (503 when it could not be read)."""
-    registry = getattr(request.app.state, "registry", None)
-    if registry is None:
+def get_model_types(request: Request) -> ModelTypes:
+    """The model types (503 when they could not be read)."""
+    types = getattr(request.app.state, "model_types", None)
+    if types is None:
         raise Unavailable("the model registry is not available", headers=NOT_READY)
-    return registry
+    return types
 
 
 def get_predict_gate(request: Request) -> PredictGate:
@@ -55,5 +55,5 @@ def get_predict_gate(request: Request) -> PredictGate:
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 StoreDep = Annotated[ModelStore, Depends(get_store)]
 JobsDep = Annotated[JobQueue, Depends(get_jobs)]
-RegistryDep = Annotated[Registry, Depends(get_registry)]
+ModelTypesDep = Annotated[ModelTypes, Depends(get_model_types)]
 GateDep = Annotated[PredictGate, Depends(get_predict_gate)]

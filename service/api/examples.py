@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.repository.model_types import Registry
+from service.model_types import ModelTypes
 
 FEATURES = ["sepal_length", "sepal_width"]
 IRIS_X = [
@@ -49,11 +49,9 @@ EXAMPLE_PARAMS: dict[str, tuple[str, str, dict[str, Any]]] = {
 }
 
 
-def train_examples(registry: Registry) -> dict[str, dict[str, Any]]:
-    """``openapi_examples`` of ``POST /train``: one per model type of ``registry``."""
-    order = [t for t in EXAMPLE_PARAMS if t in registry] + sorted(
-        set(registry) - set(EXAMPLE_PARAMS)
-    )
+def train_examples(types: ModelTypes) -> dict[str, dict[str, Any]]:
+    """``openapi_examples`` of ``POST /train``: one per model type of ``types``."""
+    order = [t for t in EXAMPLE_PARAMS if t in types] + sorted(set(types) - set(EXAMPLE_PARAMS))
     examples = {}
     for model_type in order:
         name, summary, params = EXAMPLE_PARAMS.get(

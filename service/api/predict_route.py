@@ -43,6 +43,7 @@ from service.inference import predict as prediction
 from service.inference.limits import row_bytes
 from service.inference.query import PredictQuery, rows_shape
 from service.repository.store import ModelStore
+from service.schemas.v2 import InferenceRequest
 from service.wire import csv_bodies, mlflow, ours, sniff, v2, v2_binary
 from service.wire.answer import Answer
 from service.wire.media import (
@@ -207,8 +208,6 @@ async def foreign(
 
 async def infer(request: Request) -> Response:
     """``POST /v2/models/{name}[/versions/{version}]/infer``: V2 tensors, JSON or binary."""
-    from service.api.schemas.v2 import InferenceRequest
-
     name, version = request.path_params["name"], request.path_params.get("version")
     ref, field = (name, "name") if version is None else (f"{name}:{version}", "version")
     body = await request.body()

@@ -15,13 +15,14 @@ import numpy as np
 
 from service.errors import Conflict, InvalidInput, detail
 from service.inference.canvas import feature_names, figure_png, text
+from service.model_types import model_types
 
 FIGSIZE = (7.0, 6.0)
 MAX_GRID = 150
 MIN_GRID = 20
 GRID_BUDGET = 20_000_000
 """Grid points × features evaluated at most (memory of one plot)."""
-MARGIN_TYPES = ("linear_svm", "kernel_svm", "em_svm", "ecme_svm", "mcmc_svm", "spike_slab_svm")
+MODEL_TYPES = model_types()
 
 
 def feature_index(record: dict[str, Any], value: str, field: str) -> int:
@@ -75,7 +76,8 @@ def boundary_png(record: dict[str, Any], estimator: Any, x: str | None, y: str |
     classes = estimator.classes_
     predicted = np.searchsorted(classes, estimator.predict(rows)).reshape(gx.shape)
     binary = classes.size == 2
-    margins = binary and record["model_type"] in MARGIN_TYPES
+    spec = MODEL_TYPES.get(record["model_type"])
+    margins = binary and spec is not None and spec.margins
     decision = np.asarray(estimator.decision_function(rows)).reshape(gx.shape) if margins else None
     names = feature_names(record)
     others = int(record["n_features"]) > 2

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from service.errors import Unavailable
-from service.repository.model_types import final_estimator
+from service.model_types import final_estimator
 
 FLOAT = 8
 TRIM_ABOVE_BYTES = 16 * 2**20

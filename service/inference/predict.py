@@ -17,7 +17,7 @@ from service.inference.plots import CoefficientTrace
 from service.inference.query import PredictQuery
 from service.inference.scoring import scorer
 from service.inference.signature import outputs_of
-from service.repository.model_types import model_types_with
+from service.model_types import model_types_with
 from service.repository.store import ModelStore
 from service.settings import Settings
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from service.repository.model_types import Registry
+from service.model_types import ModelTypes
 from service.training.worker import TrainTask
 
 ARRAYS = ("X", "y", "X_test", "y_test")
@@ -35,7 +35,7 @@ def encode_task(task: TrainTask) -> bytes:
     return buffer.getvalue()
 
 
-def decode_task(data: bytes, model_types: Registry) -> TrainTask:
+def decode_task(data: bytes, model_types: ModelTypes) -> TrainTask:
     """The task ``encode_task`` wrote; KeyError when its model type is not registered here."""
     with np.load(io.BytesIO(data), allow_pickle=False) as npz:
         header: dict[str, Any] = json.loads(npz["header"].tobytes().decode())

@@ -5,7 +5,7 @@ at training time and stored in the record (``plot_data``):
 
 * ``feature_stats``: per-feature mean, min and max of the training rows (decision-region plots
   hold the other features at their means and span min..max);
-* ``path`` (em_svm, ecme_svm): the posterior mode over ``PATH_POINTS`` values of ν spanning ±3
+* ``path`` (the types with ``nu_path``: EM and ECME): the posterior mode over ``PATH_POINTS`` values of ν spanning ±3
   decades around the fitted ν, by EM warm-started from one ν to the next (``warm_start=True``);
   ECME's path is EM's at fixed ν around the learned ν (one ν per class: their geometric mean);
 * ``compare`` (every Bayesian type): a ``LinearSVM`` on the same standardised data at C = ν²
@@ -24,6 +24,7 @@ import numpy as np
 from sklearn.base import clone
 
 from bsvm_core import LinearSVM
+from service.model_types import ModelSpec
 
 logger = logging.getLogger("service.training.plot_data")
 PATH_POINTS = 30
@@ -107,11 +108,11 @@ def linear_comparison(estimator: Any, X: np.ndarray, y: np.ndarray) -> dict[str,
     }
 
 
-def plot_data(spec_type: str, estimator: Any, X: np.ndarray, y: np.ndarray) -> dict[str, Any]:
-    """Everything of the module notes that applies to a fitted model of type ``spec_type``."""
+def plot_data(spec: ModelSpec, estimator: Any, X: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+    """Everything of the module notes that applies to a fitted model of type ``spec``."""
     out: dict[str, Any] = {"feature_stats": feature_stats(X)}
     wanted: dict[str, Callable[..., dict[str, Any]]] = {}
-    if spec_type in ("em_svm", "ecme_svm"):
+    if spec.nu_path:
         wanted["path"] = regularisation_path
     if hasattr(estimator, "posterior_summary") and hasattr(estimator, "nu_"):
         wanted["compare"] = linear_comparison
@@ -119,6 +120,6 @@ def plot_data(spec_type: str, estimator: Any, X: np.ndarray, y: np.ndarray) -> d
         try:
             out[key] = compute(estimator, X, y)
         except (ArithmeticError, ValueError, np.linalg.LinAlgError) as exc:  # the model stands
-            logger.warning("no %s data for a %s model: %s", key, spec_type, exc)
+            logger.warning("no %s data for a %s model: %s", key, spec.model_type, exc)
             out[key] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
     return out

@@ -50,8 +50,8 @@ from service.errors import (
     TrainingTimeout,
     detail,
 )
+from service.model_types import ModelTypes
 from service.repository.database import Database
-from service.repository.model_types import Registry
 from service.repository.tables import job_payloads, jobs
 from service.settings import Settings
 from service.training.executors import Executor
@@ -150,7 +150,7 @@ class JobQueue:
         db: Database,
         store: Any,
         executor: Executor,
-        model_types: Registry,
+        model_types: ModelTypes,
         metrics: Any = None,
     ) -> None:
         self.settings = settings

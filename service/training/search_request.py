@@ -9,7 +9,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from service.errors import InvalidInput, detail
-from service.repository.model_types import ModelSpec
+from service.model_types import ModelSpec
 from service.training.crossval import DEFAULT_SEARCH_K, MAX_CANDIDATES, MAX_VALUES
 
 

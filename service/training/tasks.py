@@ -21,7 +21,7 @@ from bsvm_core.exceptions import BsvmValueError
 from bsvm_core.memory import estimate_artifact_bytes
 from service.data_checks import as_labels, as_matrix, check_feature_names
 from service.errors import InvalidInput, detail
-from service.repository.model_types import ModelSpec, Registry
+from service.model_types import ModelSpec, ModelTypes
 from service.settings import Settings
 from service.training.evaluation import heldout_split
 from service.training.search_request import selection_plan
@@ -65,7 +65,7 @@ def _check_params(params: dict[str, Any], y: np.ndarray, settings: Settings) -> 
 def _preprocess(spec: ModelSpec, asked: str | None) -> str:
     """The preprocessing of this training: the request's, else the model type's default."""
     chosen = asked or spec.preprocess
-    if chosen == "standard" and spec.posterior != "none":
+    if chosen == "standard" and spec.standardises:
         raise InvalidInput(
             "preprocessing does not apply",
             [
@@ -77,10 +77,6 @@ def _preprocess(spec: ModelSpec, asked: str | None) -> str:
             ],
         )
     return chosen
-
-
-MEMORY_FIELD = {"mcmc": "params.n_draws", "spike_slab": "params.n_draws"}
-"""The parameter to lower when a model type's artifact is too large (else the data: X)."""
 
 
 def _check_memory(
@@ -98,7 +94,7 @@ def _check_memory(
     except BsvmValueError:  # a model type the estimates do not know: nothing to check
         return
     if size > s.max_artifact_mb * 2**20:
-        field = MEMORY_FIELD.get(spec.fixed.get("method", ""), "X")
+        field = spec.size_field
         hint = (
             "lower n_draws or n_chains, or thin the chains"
             if field != "X"
@@ -116,9 +112,9 @@ def _check_memory(
         )
 
 
-def prepare_task(request: Any, settings: Settings, registry: Registry) -> TrainTask:
+def prepare_task(request: Any, settings: Settings, types: ModelTypes) -> TrainTask:
     """Check a train request against the limits and build the worker's task (422 on problems)."""
-    spec = registry[request.model_type]  # the body's union admits registered types only
+    spec = types[request.model_type]  # the body's union admits registered types only
     X = as_matrix(request.X, settings)
     y = as_labels(request.y, X.shape[0], settings)
     feature_names = check_feature_names(request.feature_names, X.shape[1])

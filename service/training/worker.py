@@ -29,7 +29,7 @@ import numpy as np
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 
-from service.repository.model_types import ModelSpec
+from service.model_types import ModelSpec
 from service.training.evaluation import classification_metrics
 from service.training.plot_data import plot_data
 from service.training.selection import run_model_selection
@@ -204,7 +204,7 @@ def fit_and_evaluate(
         metrics["heldout"] = classification_metrics(model, task.X_test, task.y_test)
     if "cv" in extra:
         metrics["cv"] = extra["cv"]
-    extras = {"plot_data": plot_data(task.model_type, model, task.X, task.y)}
+    extras = {"plot_data": plot_data(task.spec, model, task.X, task.y)}
     if "search" in extra:
         extras["search"] = extra["search"]
     report(0.9)

@@ -20,9 +20,9 @@ import json
 import re
 from typing import Any, Protocol
 
-from service.api.schemas.predict import PredictRequest
 from service.errors import ApiError, BadRequest, InvalidInput, detail
 from service.inference.query import PredictQuery
+from service.schemas.predict import PredictRequest
 from service.wire.csv_matrix import numeric_matrix
 from service.wire.validation import validated
 

@@ -18,15 +18,15 @@ from typing import Any, get_args
 import numpy as np
 import orjson
 
-from service.api.schemas.predict import (
+from service.errors import BadRequest, detail
+from service.inference.query import DEFAULT_LEVEL, DEFAULT_OUTPUTS, PredictQuery
+from service.schemas.predict import (
     MAX_OUTPUTS,
     MODEL_REF_MAX_CHARS,
     Output,
     PredictRequest,
     PredictResponse,
 )
-from service.errors import BadRequest, detail
-from service.inference.query import DEFAULT_LEVEL, DEFAULT_OUTPUTS, PredictQuery
 from service.wire import csv_answer, simd
 from service.wire.answer import Answer
 from service.wire.media import wants_csv

@@ -13,14 +13,14 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from service.errors import ApiError, BadRequest, ErrorDetail, InvalidInput, detail
-from service.repository.model_types import build_registry
+from service.model_types import model_types
 
 M = TypeVar("M", bound=BaseModel)
 MISSING: Any = object()
 """An empty body, read as JSON: FastAPI's "no body" (``validated`` says "Field required")."""
 
 #: Model types; a discriminated union puts the tag in error locations, which we drop.
-MODEL_TYPE_TAGS = frozenset(build_registry())
+MODEL_TYPE_TAGS = frozenset(model_types())
 #: Location parts that name a pydantic union member or validator, not a field.
 _TYPE_TAG = re.compile(r"^(?:[a-z-]+\[.*\]|int|float|str|bool|none|list|dict)$")
 _LOCATION_ROOTS = frozenset({"body", "query", "path", "header", "cookie"})

@@ -16,7 +16,8 @@ import numpy as np
 from pydantic import Field
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from service.repository.model_types import ModelSpec, Params
+from service.model_types import ModelSpec
+from service.schemas.params import Params
 from service.training.worker import TrainTask
 
 

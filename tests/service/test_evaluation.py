@@ -12,7 +12,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from bsvm_core import LDA, LinearSVM
-from service.repository.model_types import build_registry
+from service.model_types import model_types
 from service.training.crossval import cross_validate, fold_indices, grid_search
 from service.training.selection import run_model_selection
 from service.training.worker import TrainTask
@@ -142,7 +142,7 @@ def test_roc_points_are_downsampled_and_give_the_auc(cancer):
 
 def test_search_progress_counts_candidate_fold_fits(cancer):
     X, y = cancer
-    spec = build_registry()["lda"]
+    spec = model_types()["lda"]
     task = TrainTask(spec=spec, params={}, X=X, y=y)
     task.search = {"grid": {"tol": [1e-4, 1e-3]}, "candidates": [{"tol": 1e-4}, {"tol": 1e-3}],
                    "scoring": "accuracy", "k": 3, "random_state": 0}  # fmt: skip

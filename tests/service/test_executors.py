@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_breast_cancer
 
-from service.repository.model_types import build_registry
+from service.model_types import model_types
 from service.settings import Settings
 from service.training.executors import DaskExecutor, LocalExecutor, make_executor
 from service.training.worker import Outcome, TrainTask
@@ -69,7 +69,7 @@ def remote_and_local(cluster: Any, executor: DaskExecutor, task: TrainTask) -> t
 
 def task_of(model_type: str, params: dict[str, Any], X: np.ndarray, y: np.ndarray) -> TrainTask:
     meta = {"name": model_type, "feature_names": None, "random_state": None, "evaluation": None}
-    spec = build_registry()[model_type]
+    spec = model_types()[model_type]
     return TrainTask(
         spec=spec, params=spec.params_model(**params).model_dump(), X=X, y=y, meta=meta
     )

@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from service.api.deps import GateDep, SettingsDep, StoreDep
-from service.api.schemas.predict import PredictRequest
 from service.inference import predict as prediction
 from service.inference.query import PredictQuery
+from service.schemas.predict import PredictRequest
 from service.wire import ours
 from service.wire import ours as fast_predict
 from tests.service.conftest import train_body

@@ -52,7 +52,7 @@ def test_not_ready_when_the_model_dir_goes_away(tmp_path):
 def test_not_ready_without_registry(tmp_path):
     app = create_app(Settings(data_dir=tmp_path))
     with TestClient(app) as client:
-        app.state.registry = None
+        app.state.model_types = None
         response = client.get("/health/ready")
     assert response.status_code == 503
     assert response.json()["checks"]["registry"] is False

@@ -181,8 +181,8 @@ def test_document_states_the_minimum_rows(client):
 
 
 def test_alias_version_bound_is_the_registry_bound(client, iris):
-    from service.api.schemas.models import MAX_VERSION
-    from service.repository.registry import VERSION_PATTERN
+    from service.schemas.models import MAX_VERSION
+    from service.schemas.names import VERSION_PATTERN
 
     assert re.fullmatch(VERSION_PATTERN, str(MAX_VERSION))
     assert not re.fullmatch(VERSION_PATTERN, str(MAX_VERSION + 1))

@@ -8,7 +8,7 @@ import time
 import pytest
 from sklearn.datasets import load_breast_cancer
 
-from service.repository.model_types import build_registry
+from service.model_types import model_types
 from service.repository.opening import open_store
 from service.training.executors import LocalExecutor
 from service.training.queue import JobQueue
@@ -39,7 +39,7 @@ def read_pid(path, timeout_s: float = 60.0) -> int:
 
 def make_queue(settings) -> JobQueue:
     store = open_store(settings)
-    types = {**build_registry(), "slow": SLOW_SPEC}
+    types = {**model_types(), "slow": SLOW_SPEC}
     return JobQueue(settings, store.db, store, LocalExecutor(), types).start()
 
 
@@ -194,7 +194,7 @@ def test_jobs_are_listed_filtered_and_paged(manager):
 
 def test_a_full_queue_gives_429_with_retry_after(make_client, iris):
     client = make_client(train_concurrency=1, max_queued=1)
-    client.app.state.registry["slow"] = SLOW_SPEC
+    client.app.state.model_types["slow"] = SLOW_SPEC
     jobs = client.app.state.jobs
     running = jobs.submit(slow_task(seconds=120.0))["job_id"]
     while jobs.get(running)["status"] != "running":
@@ -214,7 +214,7 @@ def test_a_full_queue_gives_429_with_retry_after(make_client, iris):
 
 
 def test_job_routes(client, iris):
-    client.app.state.registry["slow"] = SLOW_SPEC
+    client.app.state.model_types["slow"] = SLOW_SPEC
     job_id = client.app.state.jobs.submit(slow_task(seconds=120.0))["job_id"]
     view = client.get(f"/jobs/{job_id}").json()
     assert view["status"] in ("queued", "running") and view["model_type"] == "slow"
@@ -230,7 +230,7 @@ def test_job_routes(client, iris):
 
 
 def test_failed_background_job_reports_its_error(client):
-    client.app.state.registry["slow"] = SLOW_SPEC
+    client.app.state.model_types["slow"] = SLOW_SPEC
     job_id = client.app.state.jobs.submit(slow_task(fail=True))["job_id"]
     view = wait_for_job(client, job_id)
     assert view["status"] == "failed" and view["error"]["code"] == "INVALID_INPUT"
@@ -239,7 +239,7 @@ def test_failed_background_job_reports_its_error(client):
 
 def test_finished_jobs_expire(make_client):
     client = make_client(job_ttl_s=0.5)
-    client.app.state.registry["slow"] = SLOW_SPEC
+    client.app.state.model_types["slow"] = SLOW_SPEC
     job_id = client.app.state.jobs.submit(slow_task())["job_id"]
     assert wait_for_job(client, job_id)["status"] == "succeeded"
     deadline = time.monotonic() + 10

@@ -46,7 +46,7 @@ def test_the_kernel_cache_is_capped_by_a_setting(make_client, iris):
 
 def test_a_worker_over_its_memory_limit_fails_clearly_and_the_server_lives(make_client, iris):
     client = make_client()
-    client.app.state.registry["slow"] = SLOW_SPEC
+    client.app.state.model_types["slow"] = SLOW_SPEC
     jobs = client.app.state.jobs
     job = jobs.submit(slow_task(allocate_mb=2048, memory_limit_mb=256))
     view = wait_for_job(client, job["job_id"])

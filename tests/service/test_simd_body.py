@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.api.schemas.predict import PredictRequest
+from service.schemas.predict import PredictRequest
 from service.wire import ours as fast_predict
 from service.wire import simd as simd_body
 from tests.service.test_fast_predict import UNSURE, VALID

@@ -227,20 +227,20 @@ def test_openapi_shows_each_registered_type_with_bounds(client):
     body = doc["paths"]["/train"]["post"]["requestBody"]["content"]
     assert {"application/json", "text/csv"} <= body.keys()
     mapping = body["application/json"]["schema"]["discriminator"]["mapping"]
-    assert mapping.keys() == client.app.state.registry.keys() >= {"lda", "qda"}
+    assert mapping.keys() == client.app.state.model_types.keys() >= {"lda", "qda"}
 
 
 def test_iteration_caps_follow_the_settings(make_client, iris):
     X, y = iris
     client = make_client(max_iter=50)
-    assert "linear_svm" in client.app.state.registry
+    assert "linear_svm" in client.app.state.model_types
     r = client.post("/train", json=train_body(X, y, "linear_svm", params={"max_iter": 51}))
     assert r.status_code == 422 and r.json()["details"][0]["field"] == "params.max_iter"
 
 
 def test_hard_margin_on_overlapping_classes_is_422_not_500(client, iris):
     X, y = iris
-    assert "kernel_svm" in client.app.state.registry
+    assert "kernel_svm" in client.app.state.model_types
     body = train_body(
         X, y, "kernel_svm", params={"C": "inf", "kernel": "linear", "max_iter": 20000}
     )

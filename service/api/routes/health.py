@@ -56,7 +56,7 @@ def live() -> Live:
 def ready(request: Request) -> JSONResponse:
     """Readiness: 200 when the model store is usable and the registry read, else 503."""
     state = request.app.state
-    registry = state.registry
+    registry = state.model_types
     checks = {
         "store": state.store is not None and state.store.is_usable(),
         "registry": registry is not None,

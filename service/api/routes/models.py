@@ -9,10 +9,10 @@ from fastapi import APIRouter, Path, Query, Request, Response
 from service.api.content_types import BodyRoute
 from service.api.deps import StoreDep
 from service.api.openapi import error_responses
-from service.api.schemas.models import AliasList, AliasUpdate, ModelList, ModelRecord, Posterior
 from service.inference import predict as prediction
 from service.inference.plots import render_png
-from service.repository.registry import ALIAS_PATTERN, NAME_PATTERN, REFERENCE_PATTERN
+from service.schemas.models import AliasList, AliasUpdate, ModelList, ModelRecord, Posterior
+from service.schemas.names import ALIAS_PATTERN, NAME_PATTERN, REFERENCE_PATTERN
 
 router = APIRouter(prefix="/models", tags=["models"], route_class=BodyRoute)
 

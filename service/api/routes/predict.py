@@ -11,7 +11,7 @@ from service.api.csv_route import csv_openapi
 from service.api.examples import DEFAULT_MODEL, PREDICT_CSV, PREDICT_EXAMPLES
 from service.api.openapi import CSV_RESPONSE, error_responses, with_model_query
 from service.api.predict_route import PredictRoute
-from service.api.schemas.predict import PredictRequest, PredictResponse
+from service.schemas.predict import PredictRequest, PredictResponse
 
 router = APIRouter(tags=["predict"], route_class=PredictRoute)
 

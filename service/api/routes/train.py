@@ -8,13 +8,13 @@ from fastapi import APIRouter, Body, Header, Request
 from fastapi.responses import JSONResponse
 
 from service.api.csv_route import CsvRoute, csv_openapi
-from service.api.deps import JobsDep, RegistryDep, SettingsDep, StoreDep
+from service.api.deps import JobsDep, ModelTypesDep, SettingsDep, StoreDep
 from service.api.examples import DEFAULT_MODEL, IRIS_CSV, train_examples
 from service.api.openapi import error_responses
-from service.api.schemas.jobs import JobView
-from service.api.schemas.models import ModelRecord
-from service.api.schemas.train import TrainRequest
-from service.repository.model_types import build_registry
+from service.model_types import model_types
+from service.schemas.jobs import JobView
+from service.schemas.models import ModelRecord
+from service.schemas.train import TrainRequest
 from service.training.tasks import prepare_task
 
 router = APIRouter(tags=["train"], route_class=CsvRoute)
@@ -58,17 +58,17 @@ def wants_async(body: Any, prefer: str | None) -> bool:
 def train(
     body: Annotated[
         TrainRequest,
-        Body(discriminator="model_type", openapi_examples=train_examples(build_registry())),
+        Body(discriminator="model_type", openapi_examples=train_examples(model_types())),
     ],
     request: Request,
     settings: SettingsDep,
-    registry: RegistryDep,
+    types: ModelTypesDep,
     jobs: JobsDep,
     store: StoreDep,
     prefer: Annotated[str | None, Header(description="`respond-async` = background")] = None,
 ) -> Any:
     """Train one model on posted rows (JSON or CSV); its record, or a job when in background."""
-    task = prepare_task(body, settings, registry)
+    task = prepare_task(body, settings, types)
     if not body.replace_schema:  # the same check runs again when the model is stored
         store.registry.check_schema(
             task.meta["name"],

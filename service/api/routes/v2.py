@@ -21,7 +21,9 @@ from service.api.content_types import BodyRoute
 from service.api.deps import StoreDep
 from service.api.openapi import error_responses
 from service.api.predict_route import PredictRoute, foreign
-from service.api.schemas.v2 import (
+from service.errors import InvalidInput, detail
+from service.inference.signature import describe
+from service.schemas.v2 import (
     IRIS_ROWS,
     InferenceRequest,
     InferenceResponse,
@@ -32,8 +34,6 @@ from service.api.schemas.v2 import (
     ServerMetadata,
     ServerReady,
 )
-from service.errors import InvalidInput, detail
-from service.inference.signature import describe
 from service.wire import sniff, v2_binary
 from service.wire.v2 import v2_metadata
 

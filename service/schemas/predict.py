@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.api.schemas.common import Matrix
+from service.schemas.common import Matrix
 
 Output = Literal[
     "predictions",

@@ -1,18 +1,13 @@
-"""The model-type registry: each ``model_type`` of the API mapped to its estimator and params model.
-
-The params models carry every bound; ``POST /train``'s body is a discriminated union built from them.
+"""The params models of ``POST /train``: one per model type, carrying every bound.
 
 ``C`` accepts a positive number, ``"inf"`` or JSON ``Infinity`` (the hard margin of api.md).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-
-from bsvm_core import LDA, QDA, BayesianSVM, KernelSVM, LinearSVM
 
 MAX_ITER_BOUND = 10_000_000
 SEED_MAX = 2**32 - 1
@@ -127,57 +122,3 @@ class SpikeSlabParams(_BayesBase):
     n_chains: int = Field(4, ge=1, le=16)
     thin: int = Field(1, ge=1, le=100)
     prior_inclusion: float = Field(0.5, gt=0.0, lt=1.0)
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """One model type: how to build its estimator and which params it takes."""
-
-    model_type: str
-    estimator_class: type
-    params_model: type[Params]
-    fixed: dict[str, Any] = field(default_factory=dict)
-    posterior: Literal["none", "mode", "draws"] = "none"
-    """What the model knows of its coefficients' posterior: nothing, its mode, or draws."""
-    preprocess: Literal["standard", "none"] = "none"
-    """Default preprocessing: standard for the SVMs, whose margin and RBF width depend on each
-    feature's scale; none for LDA/QDA (affine-invariant) and the Bayesian SVMs (which standardise
-    inside and report coefficients on both scales)."""
-
-    def make_estimator(self, params: dict[str, Any]) -> Any:
-        """A fresh estimator with ``params`` (plus this type's fixed ones, e.g. ``method``)."""
-        estimator = self.estimator_class(**params, **self.fixed)
-        if "n_jobs" in estimator.get_params():
-            estimator.set_params(n_jobs=1)  # a training is one worker process; no nested pools
-        return estimator
-
-
-Registry = dict[str, ModelSpec]
-
-
-def build_registry() -> Registry:
-    """Every model type of api.md, in its order."""
-    specs = (
-        ModelSpec("linear_svm", LinearSVM, LinearSVMParams, preprocess="standard"),
-        ModelSpec("kernel_svm", KernelSVM, KernelSVMParams, preprocess="standard"),
-        ModelSpec("em_svm", BayesianSVM, EMParams, {"method": "em"}, "mode"),
-        ModelSpec("ecme_svm", BayesianSVM, ECMEParams, {"method": "ecme"}, "mode"),
-        ModelSpec("mcmc_svm", BayesianSVM, MCMCParams, {"method": "mcmc"}, "draws"),
-        ModelSpec(
-            "spike_slab_svm", BayesianSVM, SpikeSlabParams, {"method": "spike_slab"}, "draws"
-        ),
-        ModelSpec("lda", LDA, LDAParams),
-        ModelSpec("qda", QDA, QDAParams),
-    )
-    return {spec.model_type: spec for spec in specs}
-
-
-def model_types_with(*posterior: str) -> str:
-    """The built-in model types whose posterior is one of ``posterior``, as ``a, b, c``."""
-    return ", ".join(t for t, spec in build_registry().items() if spec.posterior in posterior)
-
-
-def final_estimator(model: Any) -> Any:
-    """The estimator at the end of a preprocessing pipeline (the model itself otherwise)."""
-    steps = getattr(model, "steps", None)
-    return steps[-1][1] if steps else model

@@ -6,10 +6,10 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from service.api.schemas.common import Matrix
-from service.api.schemas.labels import Labels
-from service.repository.model_types import Registry, build_registry
-from service.repository.registry import NAME_PATTERN
+from service.model_types import ModelTypes, model_types
+from service.schemas.common import Matrix
+from service.schemas.labels import Labels
+from service.schemas.names import NAME_PATTERN
 
 TAG_KEY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 
@@ -97,10 +97,10 @@ def _camel(model_type: str) -> str:
     return "".join(part.capitalize() for part in model_type.split("_"))
 
 
-def build_train_request(registry: Registry) -> Any:
+def build_train_request(types: ModelTypes) -> Any:
     """The union of every model type's request, tagged by ``model_type``."""
     members = []
-    for model_type, spec in registry.items():
+    for model_type, spec in types.items():
         params_model = spec.params_model
         members.append(
             create_model(
@@ -114,4 +114,4 @@ def build_train_request(registry: Registry) -> Any:
     return Annotated[Union[tuple(members)], Field(discriminator="model_type")]  # noqa: UP007
 
 
-TrainRequest = build_train_request(build_registry())
+TrainRequest = build_train_request(model_types())
