@@ -150,8 +150,8 @@ class Settings(BaseSettings):
         description="One-row predicts of the same model and outputs that arrive together are "
         "scored in one vectorised call (adaptive micro-batching; each request still gets its own "
         "answer or error), each holding its `BSVM_PREDICT_CONCURRENCY` slot while it waits. Off "
-        "by default: JSON predicts of a loaded model are answered on the event loop, which it "
-        "does not batch; it won +20 % at 32 clients only before that path existed "
+        "by default: without it a JSON predict of a loaded model is answered on the event loop, "
+        "and batching won (+20 % at 32 clients) only before that path existed "
         "(`bench/results.md`).",
     )
     predict_batch_wait_us: int = Field(
