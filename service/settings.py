@@ -16,128 +16,184 @@ class Settings(BaseSettings):
 
     data_dir: Path = Field(
         Path("./var"),
-        description="Embedded defaults live here: registry.db (SQLite) and models/ (artifacts).",
-    )
-    model_dir: Path | None = Field(
-        None,
-        description="Folder of file artifacts (one folder per model); default <data_dir>/models. "
-        "A folder in the pre-database layout (record.json, names.json) is imported on first start.",
+        description="The embedded defaults live here: `registry.db` (SQLite) and `models/` "
+        "(artifacts).",
     )
     database_url: str | None = Field(
         None,
-        description="SQLAlchemy URL of the registry; default sqlite:///<data_dir>/registry.db. "
-        "postgresql+psycopg://user:pw@host/db when several hosts share it.",
+        description="The registry (models, names, versions, aliases, jobs), a SQLAlchemy URL; "
+        "`postgresql+psycopg://user:pw@host/db` (extra `postgres`) when several hosts share it. "
+        "alembic migrations run at start.",
+        json_schema_extra={"shown_default": "`sqlite:///<data dir>/registry.db`"},
     )
     artifact_url: str | None = Field(
         None,
-        description="fsspec URL of the artifact store: file:///path (default file://<model_dir>) "
-        "or s3://bucket/prefix (extra [s3]).",
+        description="Where fitted models are written (write-once, by model id): a folder "
+        "(`file:///path`), or `s3://bucket/prefix` (extra `s3`).",
+        json_schema_extra={"shown_default": "`file://<model dir>`"},
     )
     s3_endpoint_url: str | None = Field(
-        None, description="Endpoint of an S3-compatible store (MinIO, ...); AWS when unset."
+        None,
+        description="An S3-compatible store (MinIO, Ceph); credentials from the usual `AWS_*` "
+        "variables.",
+        json_schema_extra={"shown_default": "unset (AWS)"},
+    )
+    model_dir: Path | None = Field(
+        None,
+        description="The file artifact folder; a folder of the pre-database layout "
+        "(`record.json`, `names.json`) is imported on first start, nothing lost.",
+        json_schema_extra={"shown_default": "`<data dir>/models`"},
     )
     api_keys: Annotated[list[str], NoDecode] = Field(
-        default_factory=list, description="Comma-separated API keys; empty means open."
+        default_factory=list,
+        description="Comma-separated keys; when set, every route but the probes (`/health/*`, "
+        "`/v2/health/*`) and the public docs needs `X-API-Key`.",
+        json_schema_extra={"shown_default": "empty (open)"},
+    )
+    public_docs: bool = Field(
+        True,
+        description="Serve `/docs` and `/openapi.json` without a key (a browser cannot send one, "
+        "and they hold no data); `false` puts them behind the key too.",
     )
     signing_key: SecretStr | None = Field(
         None,
-        description="Key of the artifacts' HMAC-SHA256; unset, a random key is created in "
-        "signing_key_file on first start. Replicas must share it.",
+        description="The key of the artifacts' HMAC-SHA256; artifacts are always signed, and a "
+        "row's digest is checked before any unpickling. Unset, the first start creates a random "
+        "32-byte key in `BSVM_SIGNING_KEY_FILE`.",
     )
     signing_key_file: Path | None = Field(
         None,
-        description="Where the generated signing key lives (mode 0600); default "
-        "<data_dir>/signing.key, outside the artifact store.",
+        description="The generated key (mode 0600, outside the artifact store, so write access to "
+        "artifacts and rows is not enough to forge one). Replicas must share the key: set the "
+        "same `BSVM_SIGNING_KEY` on every replica (from your secret store), or mount one key "
+        "file on all.",
+        json_schema_extra={"shown_default": "`<data dir>/signing.key`"},
     )
-    max_body_mb: float = Field(32.0, gt=0, description="Largest request body accepted (MiB).")
-    max_rows: int = Field(200_000, ge=1, description="Most rows in one train or predict request.")
-    max_features: int = Field(10_000, ge=1, description="Most features (columns) in one request.")
-    max_classes: int = Field(100, ge=2, description="Most distinct classes in one training set.")
+    max_body_mb: float = Field(
+        32.0, gt=0, description="Largest request body (MiB), counted as it streams in (413 above)."
+    )
+    body_timeout_s: float = Field(
+        30.0,
+        gt=0,
+        description="A request body that sends nothing for this long (shorter than its "
+        "`Content-Length`, a stalled upload) is cut with 408 `REQUEST_TIMEOUT`.",
+    )
+    max_rows: int = Field(
+        200_000, ge=1, description="Most rows in one train or predict request (422 above)."
+    )
+    max_features: int = Field(
+        10_000, ge=1, description="Most features (columns) in one request (422 above)."
+    )
+    max_classes: int = Field(
+        100, ge=2, description="Most distinct classes in one training set (422 above)."
+    )
     max_iter: int = Field(10_000_000, ge=1, description="Cap on any solver iteration parameter.")
-    train_timeout_s: float = Field(600.0, gt=0, description="A training job is stopped after this.")
+    train_timeout_s: float = Field(
+        600.0, gt=0, description="A training's worker process is stopped after this."
+    )
     train_concurrency: int = Field(
-        2, ge=1, description="Trainings running at once in this process; more wait in the queue."
+        2,
+        ge=1,
+        description="Trainings running at once in one server process; more wait in the queue.",
     )
     max_queued: int = Field(
-        16, ge=0, description="Trainings waiting in the shared queue; a full queue answers 429."
+        16,
+        ge=0,
+        description="Trainings waiting in the shared queue; only a full queue answers 429 with "
+        "`Retry-After`.",
     )
     job_lease_s: float = Field(
         30.0,
         ge=2.0,
-        description="A running job's owner renews its lease this often (/5); a job whose lease "
-        "expired (its process died) is queued again once, then failed.",
+        description="A running job's process renews its lease (and writes its progress) every "
+        "fifth of this or every second, whichever is shorter; a job whose lease expired is "
+        "queued again once, then failed (`TRAINING_ABANDONED`).",
     )
+    job_ttl_s: float = Field(3600.0, gt=0, description="Finished jobs are forgotten after this.")
     sweep_grace_s: float = Field(
         3600.0,
         ge=0.0,
-        description="Debris of a crashed save (temporary files, artifacts without a row) older "
-        "than this is removed at start; longer than any save in flight on another replica.",
+        description="At start, debris of interrupted saves (temporary files, artifacts without a "
+        "row) older than this is removed; keep it longer than any save in flight on another "
+        "replica.",
     )
     max_artifact_mb: float = Field(
         512.0,
         gt=0,
-        description="Largest fitted model a training may produce, estimated before it starts "
-        "(MCMC: draws x chains x coefficients x problems); larger requests get 422.",
+        description="Largest fitted model a training may produce, estimated from the request "
+        "before it starts (MCMC draws × chains × coefficients × one-vs-rest problems, support "
+        "vectors, covariances); above it 422 names the parameter and the bound.",
     )
     max_cache_mb: float = Field(
-        1024.0, gt=0, description="Cap on a kernel SVM's kernel cache (params.cache_mb)."
+        1024.0, gt=0, description="Cap on a kernel SVM's `params.cache_mb` (422 above)."
     )
     worker_memory_mb: float = Field(
         4096.0,
         gt=0,
-        description="Address space a training worker may add (RLIMIT_AS); beyond it the training "
-        "fails with TRAINING_OUT_OF_MEMORY and the server lives on.",
+        description="Address space a training worker may add to what it starts with "
+        "(`RLIMIT_AS`); a fit that needs more fails with `TRAINING_OUT_OF_MEMORY` (422) and the "
+        "server lives on.",
     )
     predict_memory_mb: float = Field(
         256.0,
         gt=0,
-        description="Working memory of one predict: rows are scored in blocks within it.",
+        description="Working memory of one predict: rows are scored in blocks that fit in it, "
+        "whatever the row count (intervals included).",
     )
     predict_concurrency: int = Field(
-        8, ge=1, description="Predicts served at once by one process; more get 503 + Retry-After."
+        8,
+        ge=1,
+        description="Predicts served at once by one process; more answer 503 with `Retry-After`.",
     )
     predict_batching: bool = Field(
         False,
-        description="Score concurrent one-row predicts of the same model and outputs in one "
-        "vectorised call (adaptive micro-batching, off: JSON predicts of a loaded model are "
-        "answered on the event loop, which it does not batch; bench/results.md has the figures).",
+        description="One-row predicts of the same model and outputs that arrive together are "
+        "scored in one vectorised call (adaptive micro-batching; each request still gets its own "
+        "answer or error), each holding its `BSVM_PREDICT_CONCURRENCY` slot while it waits. Off "
+        "by default: without it a JSON predict of a loaded model is answered on the event loop, "
+        "and batching won (+20 % at 32 clients) only before that path existed "
+        "(`bench/results.md`).",
     )
     predict_batch_wait_us: int = Field(
         500,
         ge=0,
         le=100_000,
-        description="With predict_batching, how long a batch waits for more rows (microseconds) "
-        "while requests overlap; a lone request never waits. 0 takes the rows already waiting.",
+        description="While requests overlap, how long a batch waits for more rows before it is "
+        "scored (microseconds); a lone request never waits; `0` takes only the rows already "
+        "waiting.",
     )
     model_cache_mb: float = Field(
-        1024.0, gt=0, description="Fitted models kept loaded (LRU), bounded by artifact bytes."
+        1024.0,
+        gt=0,
+        description="Fitted models kept loaded (LRU), bounded by their artifact bytes.",
     )
-    job_ttl_s: float = Field(3600.0, gt=0, description="Finished jobs are forgotten after this.")
-    host: str = Field("127.0.0.1", description="Interface uvicorn binds to.")
-    port: int = Field(8000, ge=1, le=65535, description="Port uvicorn listens on.")
-    log_level: str = Field("info", description="Python logging level name.")
+    host: str = Field("127.0.0.1", description="The interface uvicorn listens on.")
+    port: int = Field(8000, ge=1, le=65535, description="The port uvicorn listens on.")
+    workers: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Server processes `python -m service` starts (each builds its own app; they "
+        "share the registry).",
+    )
+    dask_scheduler: str | None = Field(
+        None,
+        description="`tcp://host:8786`: trainings run on that Dask cluster (extra `dask`), MCMC "
+        "chains, one-vs-one/rest problems and Platt folds spread over its workers; unset, each "
+        "training runs in a local worker process.",
+    )
+    log_level: str = Field(
+        "info",
+        description="A Python logging level name. Logs are JSON lines; one per request with "
+        "request id, route, status, latency and model id.",
+    )
     access_log_flush_ms: float = Field(
         100.0,
         ge=0,
         le=60_000,
-        description="Access lines are buffered and written out within this many ms (and at "
-        "shutdown, and before any other log line); 0 writes each line at once.",
-    )
-    workers: int = Field(
-        1, ge=1, le=64, description="Server processes started by python -m service."
-    )
-    dask_scheduler: str | None = Field(
-        None, description="tcp://host:8786 runs fits on that Dask cluster (extra [dask])."
-    )
-    public_docs: bool = Field(
-        True,
-        description="Serve /docs and /openapi.json without an API key (they hold no data).",
-    )
-    body_timeout_s: float = Field(
-        30.0,
-        gt=0,
-        description="A request body that sends nothing for this long is cut with 408 "
-        "(a body shorter than its Content-Length, a stalled upload).",
+        description="The per-request access lines are buffered and written out within this many "
+        "ms, before any other log line, and at shutdown (as Envoy and nginx buffer access logs; "
+        "a `kill -9` loses at most this window); `0` writes each line at once.",
     )
 
     @property

@@ -81,7 +81,7 @@ def test_readme_curl_examples_run_against_a_live_server(tmp_path):
         "/aliases/",
         "posterior",
         "posterior/plot",
-        '"interval"',
+        '"intervals"',
     ):
         assert needed in script
     with live_server(tmp_path / "models", tmp_path) as url:
