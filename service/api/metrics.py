@@ -30,6 +30,7 @@ from prometheus_client import (
 )
 
 from service.api.openapi import error_responses
+from service.repository.store import ModelStore
 
 REQUEST_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 TRAINING_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600, 1800)
@@ -93,7 +94,7 @@ class Metrics:
         self.trainings.labels(model_type, outcome).inc()
         self.training_seconds.labels(model_type).observe(seconds)
 
-    def watch_store(self, store: Any) -> None:
+    def watch_store(self, store: ModelStore) -> None:
         """Read ``store.cached_count`` and ``cached_bytes`` at every scrape."""
         self.models_cached.set_function(lambda: float(store.cached_count))
         self.models_cached_bytes.set_function(lambda: float(store.cached_bytes))

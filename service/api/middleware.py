@@ -14,8 +14,9 @@ import logging
 import os
 import re
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.api.auth import API_KEY_HEADER, check_api_key
 from service.api.envelope import REQUEST_ID_HEADER, api_error_response, internal_error
@@ -23,12 +24,6 @@ from service.api.metrics import Metrics
 from service.errors import ApiError, PayloadTooLarge, RequestTimeout, detail
 from service.logs import log_direct
 from service.settings import Settings
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 access_log = logging.getLogger("service.access")
 _CLIENT_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")

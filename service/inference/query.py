@@ -9,9 +9,8 @@ from typing import Any
 import numpy as np
 
 from service.errors import ErrorDetail
+from service.schemas.predict import DEFAULT_LEVEL
 
-DEFAULT_LEVEL = 0.95
-"""Credible level of intervals when a request gives none."""
 DEFAULT_OUTPUTS = ("predictions",)
 """Outputs of our own bodies when a request names none."""
 

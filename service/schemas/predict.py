@@ -30,6 +30,8 @@ MODEL_REF_MAX_CHARS = 140
 """Longest model reference ``POST /predict`` takes (``model``)."""
 MAX_OUTPUTS = 8
 """Most entries of ``outputs``."""
+DEFAULT_LEVEL = 0.95
+"""Credible level of intervals when a request gives none (predict, posterior, plots)."""
 
 
 class PredictRequest(BaseModel):
@@ -53,7 +55,7 @@ class PredictRequest(BaseModel):
         "draws). Deprecated, still accepted: `label`, `decision`, `probability`, `interval`.",
         json_schema_extra={"x-deprecated-values": sorted(DEPRECATED_OUTPUTS)},
     )
-    level: float = Field(0.95, gt=0.0, lt=1.0, description="Credible level of `interval`.")
+    level: float = Field(DEFAULT_LEVEL, gt=0.0, lt=1.0, description="Credible level of `interval`.")
     feature_names: list[str] | None = Field(
         None, description="Column names of X; when given, columns are reordered to the model's."
     )

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from service.errors import ApiError, BadRequest, InvalidInput, detail
 from service.inference.query import PredictQuery
+from service.repository.store import ModelStore
 from service.schemas.predict import PredictRequest
 from service.wire.csv_matrix import numeric_matrix
 from service.wire.validation import validated
@@ -144,7 +145,9 @@ def _require(query: QueryValues, key: str) -> str:
     return value
 
 
-def train_payload(raw: bytes, query: QueryValues, store: Any = None) -> dict[str, Any]:
+def train_payload(
+    raw: bytes, query: QueryValues, store: ModelStore | None = None
+) -> dict[str, Any]:
     """The ``POST /train`` JSON body equivalent to a CSV body and its query."""
     model_type, target = _require(query, "model_type"), _require(query, "target")
     header, rows = read_table(raw)
@@ -185,7 +188,7 @@ def train_payload(raw: bytes, query: QueryValues, store: Any = None) -> dict[str
     return payload
 
 
-def unused_columns(store: Any, model: str, header: list[str]) -> frozenset[int]:
+def unused_columns(store: ModelStore | None, model: str, header: list[str]) -> frozenset[int]:
     """Positions of the columns the model does not use: its target, or any not among its features."""
     if store is None:
         return frozenset()
@@ -200,7 +203,7 @@ def unused_columns(store: Any, model: str, header: list[str]) -> frozenset[int]:
     return frozenset(j for j, column in enumerate(header) if column == target)
 
 
-def decode_predict(raw: bytes, query: QueryValues, store: Any = None) -> PredictQuery:
+def decode_predict(raw: bytes, query: QueryValues, store: ModelStore | None = None) -> PredictQuery:
     """The query of a ``POST /predict`` CSV body and its query string.
 
     Columns the model does not use (``unused_columns``) are not parsed, so a non-numeric target

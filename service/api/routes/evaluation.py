@@ -16,6 +16,7 @@ from service.inference.paths import path_png, path_view
 from service.inference.roc import roc_png
 from service.repository.store import ModelStore
 from service.schemas.evaluation import RegularisationPath
+from service.schemas.predict import DEFAULT_LEVEL
 
 router = APIRouter(prefix="/models", tags=["evaluation"])
 
@@ -122,7 +123,7 @@ def get_compare_plot(
     store: StoreDep,
     request: Request,
     scale: Scale = "original",
-    level: Annotated[float, Query(gt=0.0, lt=1.0, description="Credible level.")] = 0.95,
+    level: Annotated[float, Query(gt=0.0, lt=1.0, description="Credible level.")] = DEFAULT_LEVEL,
 ) -> Response:
     """A Bayesian model's coefficients against a linear SVM's fitted on the same data at C = ν².
 

@@ -11,8 +11,10 @@ from service.api.deps import StoreDep
 from service.api.openapi import error_responses
 from service.inference import predict as prediction
 from service.inference.plots import render_png
+from service.repository.store import ModelStore
 from service.schemas.models import AliasList, AliasUpdate, ModelList, ModelRecord, Posterior
 from service.schemas.names import ALIAS_PATTERN, NAME_PATTERN, REFERENCE_PATTERN
+from service.schemas.predict import DEFAULT_LEVEL
 
 router = APIRouter(prefix="/models", tags=["models"], route_class=BodyRoute)
 
@@ -76,7 +78,7 @@ def list_models(
     return {"items": items, "total": total, "limit": limit, "offset": offset}
 
 
-def resolved(ref: str, store: Any, request: Request) -> str:
+def resolved(ref: str, store: ModelStore, request: Request) -> str:
     """The model id ``ref`` names (404/422), noted for the request log."""
     model_id = store.resolve(ref, field="model")
     request.state.model_id = model_id
@@ -146,7 +148,7 @@ def get_posterior(
     ref: ModelRef,
     store: StoreDep,
     request: Request,
-    level: Level = 0.95,
+    level: Level = DEFAULT_LEVEL,
     scale: Scale = "original",
 ) -> Any:
     """Coefficient intervals and diagnostics of a Bayesian model (409 for other models)."""
@@ -171,7 +173,7 @@ def get_posterior_plot(
             "'intercept', or a 0-based feature index (a name wins over an index).",
         ),
     ],
-    level: Level = 0.95,
+    level: Level = DEFAULT_LEVEL,
     scale: Scale = "original",
     class_label: Annotated[
         str | None,
