@@ -35,6 +35,7 @@ from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
 from service.api.deps import get_store
 from service.api.envelope import request_id_of
@@ -232,17 +233,26 @@ async def infer(request: Request) -> Response:
 
 
 HANDLERS = {"predict": predict, "infer": infer}
-"""The pipeline's entry by the ``name`` of the route that declares it."""
+"""The pipeline's entry by the kind of route that declares it."""
 
 
 class PredictRoute(APIRoute):
-    """A route answered by the predict pipeline (module docstring): its ``name`` picks the entry.
+    """A route answered by the predict pipeline (module docstring).
 
-    FastAPI's own extension point (a custom ``route_class`` whose ``get_route_handler`` returns the
-    request handler): the router matches it, ``request_response`` runs it, and the app's
-    exception handlers answer what it raises.
+    An ``APIRoute`` for the router and the OpenAPI document (its endpoint's signature and
+    ``openapi_extra`` declare the bodies); ``handle`` — Starlette's per-route extension point —
+    serves a request of its methods straight from the ASGI scope: no dependency solving, no body
+    parsing by FastAPI, no per-request exit stacks. Anything it raises goes up through the router
+    to the app's exception handlers; another method gets the route's own 405.
     """
 
-    def get_route_handler(self) -> Callable[[Request], Any]:
-        kind = "infer" if self.path.endswith("/infer") else "predict"
-        return HANDLERS[kind]
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        super().__init__(path, endpoint, **kwargs)
+        self.serve = HANDLERS["infer" if path.endswith("/infer") else "predict"]
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] not in self.methods:
+            await super().handle(scope, receive, send)  # the 405 with Allow
+            return
+        response = await self.serve(Request(scope, receive, send))
+        await response(scope, receive, send)
