@@ -30,8 +30,8 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 
 from service.model_types import ModelSpec
+from service.plots.data import plot_data
 from service.training.evaluation import classification_metrics
-from service.training.plot_data import plot_data
 from service.training.selection import run_model_selection
 
 logger = logging.getLogger("service.training.worker")
@@ -82,7 +82,7 @@ class FitResult:
     training: dict[str, Any]
     metrics: dict[str, Any]
     extras: dict[str, Any] = field(default_factory=dict)
-    """Record entries beyond the metrics: ``search`` and ``plot_data`` (service.training.plot_data)."""
+    """Record entries beyond the metrics: ``search`` and ``plot_data`` (service.plots.data)."""
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Imports run one way: api → training, inference → repository → bsvm_core; only api imports fastapi."""
+"""Imports run one way: api → training, inference → plots → repository → bsvm_core; only api
+imports fastapi."""
 
 from __future__ import annotations
 
@@ -9,12 +10,13 @@ import pytest
 
 SERVICE = Path(__file__).resolve().parents[2] / "service"
 BASE = {"settings", "errors", "logs", "data_checks", "schemas", "model_types", "__version__"}
-LAYERS = ("api", "training", "inference", "repository")
+LAYERS = ("api", "training", "inference", "plots", "repository")
 #: What each layer may import from ``service`` (besides the base modules, which every layer may use).
 ALLOWED = {
-    "api": {"api", "training", "inference", "repository"},
-    "training": {"training", "repository"},
-    "inference": {"inference", "repository"},
+    "api": {"api", "training", "inference", "plots", "repository"},
+    "training": {"training", "plots", "repository"},
+    "inference": {"inference", "plots", "repository"},
+    "plots": {"plots", "repository"},
     "repository": {"repository"},
     "base": set(),
 }

@@ -10,10 +10,10 @@ from fastapi import APIRouter, Path, Query, Request, Response
 
 from service.api.deps import StoreDep
 from service.api.openapi import error_responses
-from service.inference.boundary import boundary_png
-from service.inference.compare import compare_png
-from service.inference.paths import path_png, path_view
-from service.inference.roc import roc_png
+from service.plots.boundary import boundary_png
+from service.plots.compare import compare_png
+from service.plots.paths import path_png, path_view
+from service.plots.roc import roc_png
 from service.repository.store import ModelStore
 from service.schemas.evaluation import RegularisationPath
 
