@@ -183,15 +183,23 @@ class JobStore:
 
     # -- ending --------------------------------------------------------------------------------
     def finish_if(
-        self, job_id: str, expected: str, status: str, error: ApiError | None = None
+        self,
+        job_id: str,
+        expected: str,
+        status: str,
+        error: ApiError | None = None,
+        model_id: str | None = None,
     ) -> bool:
-        """Move ``job_id`` from ``expected`` to a final ``status``; False when it was not there."""
+        """Move ``job_id`` from ``expected`` to a final ``status`` (with its error, or the model
+        it stored: progress 1); False when it was not there."""
         values: dict[str, Any] = {
             "status": status,
             "finished_at": now_iso(),
             "ended": time.time(),
             "lease_expires": None,
         }
+        if model_id is not None:
+            values.update(model_id=model_id, progress=1.0)
         if error is not None:
             values["error"] = _error_json(error)
         with self.db.write() as conn:
@@ -203,23 +211,6 @@ class JobStore:
             if done:
                 conn.execute(delete(job_payloads).where(job_payloads.c.job_id == job_id))
         return bool(done)
-
-    def succeed(self, job_id: str, model_id: str) -> None:
-        """A running job ends with its stored model."""
-        with self.db.write() as conn:
-            conn.execute(
-                update(jobs)
-                .where(and_(jobs.c.job_id == job_id, jobs.c.status == "running"))
-                .values(
-                    status="succeeded",
-                    model_id=model_id,
-                    progress=1.0,
-                    finished_at=now_iso(),
-                    ended=time.time(),
-                    lease_expires=None,
-                )
-            )
-            conn.execute(delete(job_payloads).where(job_payloads.c.job_id == job_id))
 
     # -- lost owners and old jobs --------------------------------------------------------------
     def requeue_expired(self, now: float, max_attempts: int) -> tuple[int, list[str]] | None:

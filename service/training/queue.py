@@ -354,7 +354,9 @@ class JobQueue:
                 logger.exception("storing the model of job %s failed", job_id)
                 error = TrainingFailed("the model was fitted but could not be stored")
             else:
-                self.job_store.succeed(job_id, record["model_id"])
+                self.job_store.finish_if(
+                    job_id, "running", "succeeded", model_id=record["model_id"]
+                )
                 return
         elif outcome.status == "cancelled":
             error = TrainingCancelled("the training was cancelled")
