@@ -50,8 +50,8 @@ from service.repository.jobs import JobStore, new_job_id
 from service.settings import Settings
 from service.training.executors import Executor
 from service.training.payload import decode_task, encode_task
-from service.training.tasks import build_record
-from service.training.worker import Outcome, TrainTask
+from service.training.tasks import TrainTask, build_record
+from service.training.worker import Outcome
 
 logger = logging.getLogger("service.training.queue")
 
