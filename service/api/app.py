@@ -15,7 +15,7 @@ from service.api.docs import install_docs
 from service.api.envelope import install_error_handlers
 from service.api.metrics import Metrics
 from service.api.middleware import RequestContextMiddleware
-from service.api.routes import evaluation, health, jobs, models, predict, train, v2
+from service.api.routes import health, jobs, models, plots, predict, train, v2
 from service.api.telemetry_gate import ServiceApp, settle_telemetry
 from service.inference.batching import MicroBatcher
 from service.inference.limits import PredictGate
@@ -29,7 +29,7 @@ from service.training.queue import JobQueue
 logger = logging.getLogger("service")
 
 #: Routers of the resources, included in this order behind the API key (after predict's).
-RESOURCE_ROUTERS = (train.router, evaluation.router, models.router, jobs.router)
+RESOURCE_ROUTERS = (train.router, plots.router, models.router, jobs.router)
 #: Other servers' protocols (service.api.routes.v2), behind the key but for /v2/health/*.
 PROTOCOL_ROUTERS = (v2.router, v2.compat_router)
 

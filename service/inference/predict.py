@@ -13,11 +13,11 @@ from service.data_checks import as_matrix, check_feature_names, check_n_features
 from service.errors import Conflict, InvalidInput, detail
 from service.inference.batching import MicroBatcher
 from service.inference.limits import PredictGate, give_back_memory, row_bytes, score_in_blocks
-from service.inference.plots import CoefficientTrace
 from service.inference.query import PredictQuery
 from service.inference.scoring import scorer
 from service.inference.signature import outputs_of
 from service.model_types import model_types_with
+from service.plots.trace import CoefficientTrace
 from service.repository.store import ModelStore
 from service.settings import Settings
 

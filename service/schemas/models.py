@@ -139,7 +139,9 @@ class ModelRecord(BaseModel):
     metrics: ModelMetrics
     created_at: str = Field(description="UTC time of storage, ISO 8601.")
     random_state: int | None = Field(None, description="Seed the fit used.")
-    artifact_sha256: str = Field(description="Hex digest of the artifact (see artifact_digest).")
+    artifact_sha256: str = Field(
+        description="Hex HMAC-SHA256 of the artifact under the server's signing key (see artifact_digest)."
+    )
     artifact_digest: str = Field(description="'sha256', or 'hmac-sha256' with a signing key.")
     artifact_bytes: int
     has_probabilities: bool

@@ -24,7 +24,7 @@ from sklearn.metrics import auc as area
 from sklearn.metrics import roc_curve
 from sklearn.model_selection import StratifiedKFold
 
-from service.training.evaluation import classification_metrics
+from service.training.metrics import classification_metrics
 
 METRICS = ("accuracy", "precision", "recall", "f1", "roc_auc")
 MAX_ROC_POINTS = 200

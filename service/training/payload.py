@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from service.model_types import ModelTypes
-from service.training.worker import TrainTask
+from service.training.tasks import TrainTask
 
 ARRAYS = ("X", "y", "X_test", "y_test")
 

@@ -1,4 +1,4 @@
-"""Training jobs in the database: a queue that any number of processes share.
+"""Training jobs: a queue in the database (``repository.jobs``) that any number of processes share.
 
 A job goes ``queued → running → succeeded | failed | cancelled``. ``submit`` stores the task (see
 ``payload``) and answers 429 only when ``max_queued`` jobs are already waiting. Each process runs one
@@ -24,23 +24,17 @@ Leases compare wall clocks of different hosts: keep them in sync (NTP) well with
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import re
 import socket
 import threading
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
-
-from sqlalchemy import and_, delete, func, insert, select, update
 
 from service.errors import (
     ApiError,
-    Busy,
     InvalidInput,
     NotFound,
     TrainingAbandoned,
@@ -52,28 +46,20 @@ from service.errors import (
 )
 from service.model_types import ModelTypes
 from service.repository.database import Database
-from service.repository.tables import job_payloads, jobs
+from service.repository.jobs import JobStore, new_job_id
 from service.settings import Settings
 from service.training.executors import Executor
 from service.training.payload import decode_task, encode_task
-from service.training.tasks import build_record
-from service.training.worker import Outcome, TrainTask
+from service.training.tasks import TrainTask, build_record
+from service.training.worker import Outcome
 
 logger = logging.getLogger("service.training.queue")
 
-JOB_ID_PATTERN = r"^j_[0-9a-f]{32}$"
-_JOB_ID_RE = re.compile(JOB_ID_PATTERN)
 ACTIVE = ("queued", "running")
-STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
-RETRY_AFTER_S = 5
 TICK_S = 0.25
 MAX_ATTEMPTS = 2
 PURGE_EVERY_S = 10.0
 WAIT_POLL_S = 0.05
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 ERRORS: dict[str, type[ApiError]] = {
@@ -87,22 +73,6 @@ ERRORS: dict[str, type[ApiError]] = {
         TrainingOutOfMemory,
     )
 }
-
-
-def view_of(row: Any) -> dict[str, Any]:
-    """The public fields of a job row (``JobView``)."""
-    return {
-        "job_id": row.job_id,
-        "status": row.status,
-        "progress": round(float(row.progress), 4),
-        "model_type": row.model_type,
-        "name": row.name,
-        "model_id": row.model_id,
-        "error": json.loads(row.error) if row.error else None,
-        "created_at": row.created_at,
-        "started_at": row.started_at,
-        "finished_at": row.finished_at,
-    }
 
 
 def error_of(view: dict[str, Any]) -> ApiError:
@@ -155,6 +125,7 @@ class JobQueue:
     ) -> None:
         self.settings = settings
         self.db = db
+        self.job_store = JobStore(db)
         self.store = store
         self.executor = executor
         self.model_types = model_types
@@ -181,13 +152,10 @@ class JobQueue:
     # -- reading -------------------------------------------------------------------------------
     def get(self, job_id: str) -> dict[str, Any]:
         """The view of ``job_id`` (404 when unknown or expired)."""
-        if not _JOB_ID_RE.fullmatch(job_id):
+        view = self.job_store.get(job_id)
+        if view is None:
             raise NotFound(f"no job with id {job_id!r}")
-        with self.db.read() as conn:
-            row = conn.execute(select(jobs).where(jobs.c.job_id == job_id)).first()
-        if row is None:
-            raise NotFound(f"no job with id {job_id!r}")
-        return view_of(row)
+        return view
 
     def list(
         self,
@@ -197,49 +165,16 @@ class JobQueue:
         offset: int = 0,
     ) -> tuple[list[dict[str, Any]], int]:
         """A page of jobs, newest first, filtered by status and name; and the total."""
-        where = []
-        if status is not None:
-            where.append(jobs.c.status == status)
-        if name is not None:
-            where.append(jobs.c.name == name)
-        with self.db.read() as conn:
-            total = conn.execute(select(func.count()).select_from(jobs).where(*where)).scalar()
-            rows = conn.execute(
-                select(jobs)
-                .where(*where)
-                .order_by(jobs.c.created_at.desc(), jobs.c.job_id)
-                .limit(limit)
-                .offset(offset)
-            ).all()
-        return [view_of(r) for r in rows], int(total or 0)
+        return self.job_store.list(status, name, limit, offset)
 
     # -- submitting, waiting, cancelling -------------------------------------------------------
     def submit(self, task: TrainTask) -> dict[str, Any]:
         """Queue ``task`` as a new job (429 when ``max_queued`` jobs already wait); its view."""
-        job_id = f"j_{uuid.uuid4().hex}"
+        job_id = new_job_id()
         data = encode_task(task)
-        with self.db.write() as conn:
-            waiting = conn.execute(
-                select(func.count()).select_from(jobs).where(jobs.c.status == "queued")
-            ).scalar()
-            if int(waiting or 0) >= self.settings.max_queued:
-                raise Busy(
-                    f"{waiting} trainings are waiting (BSVM_MAX_QUEUED); retry later",
-                    headers={"Retry-After": str(RETRY_AFTER_S)},
-                )
-            conn.execute(
-                insert(jobs).values(
-                    job_id=job_id,
-                    status="queued",
-                    model_type=task.model_type,
-                    name=task.meta["name"],
-                    progress=0.0,
-                    cancel_requested=False,
-                    attempts=0,
-                    created_at=_now(),
-                )
-            )
-            conn.execute(insert(job_payloads).values(job_id=job_id, data=data))
+        self.job_store.add(
+            job_id, task.model_type, task.meta["name"], data, self.settings.max_queued
+        )
         self._wake.set()
         return self.get(job_id)
 
@@ -261,15 +196,10 @@ class JobQueue:
         """Cancel a queued or running job (its worker is killed); a finished job is unchanged."""
         view = self.get(job_id)
         if view["status"] == "queued":
-            self._finish_if(
+            self.job_store.finish_if(
                 job_id, "queued", "cancelled", TrainingCancelled("the training was cancelled")
             )
-        with self.db.write() as conn:
-            conn.execute(
-                update(jobs)
-                .where(and_(jobs.c.job_id == job_id, jobs.c.status == "running"))
-                .values(cancel_requested=True)
-            )
+        self.job_store.request_cancel(job_id)
         local = self._running.get(job_id)
         if local is not None:
             local.cancel.set()
@@ -280,34 +210,6 @@ class JobQueue:
                 break
             time.sleep(WAIT_POLL_S)
         return view
-
-    def _finish_if(
-        self, job_id: str, expected: str, status: str, error: ApiError | None = None
-    ) -> bool:
-        """Move ``job_id`` from ``expected`` to a final ``status``; False when it was not there."""
-        values: dict[str, Any] = {
-            "status": status,
-            "finished_at": _now(),
-            "ended": time.time(),
-            "lease_expires": None,
-        }
-        if error is not None:
-            values["error"] = json.dumps(
-                {
-                    "code": error.code,
-                    "message": error.message,
-                    "details": [d.model_dump() for d in error.details],
-                }
-            )
-        with self.db.write() as conn:
-            done = conn.execute(
-                update(jobs)
-                .where(and_(jobs.c.job_id == job_id, jobs.c.status == expected))
-                .values(**values)
-            ).rowcount
-            if done:
-                conn.execute(delete(job_payloads).where(job_payloads.c.job_id == job_id))
-        return bool(done)
 
     # -- the dispatcher ------------------------------------------------------------------------
     def _loop(self) -> None:
@@ -324,37 +226,10 @@ class JobQueue:
     def _claim(self) -> None:
         """Take queued jobs, oldest first, while this process has free slots."""
         while len(self._running) < self.settings.train_concurrency and not self._stop.is_set():
-            with self.db.read() as conn:
-                job_id = conn.execute(
-                    select(jobs.c.job_id)
-                    .where(jobs.c.status == "queued")
-                    .order_by(jobs.c.created_at, jobs.c.job_id)
-                    .limit(1)
-                ).scalar()
-            if job_id is None:
+            claimed = self.job_store.claim_oldest(self.owner, self.settings.job_lease_s)
+            if claimed is None:
                 return
-            with self.db.write() as conn:
-                claimed = conn.execute(
-                    update(jobs)
-                    .where(and_(jobs.c.job_id == job_id, jobs.c.status == "queued"))
-                    .values(
-                        status="running",
-                        owner=self.owner,
-                        lease_expires=time.time() + self.settings.job_lease_s,
-                        attempts=jobs.c.attempts + 1,
-                        started_at=_now(),
-                        progress=0.05,
-                        cancel_requested=False,
-                    )
-                ).rowcount
-                data = None
-                if claimed:
-                    data = conn.execute(
-                        select(job_payloads.c.data).where(job_payloads.c.job_id == job_id)
-                    ).scalar()
-            if not claimed:
-                continue  # another process took it first
-            self._start(job_id, data)
+            self._start(*claimed)
 
     def _start(self, job_id: str, data: bytes | None) -> None:
         try:
@@ -363,7 +238,7 @@ class JobQueue:
             task = decode_task(data, self.model_types)
         except Exception:
             logger.exception("job %s cannot be read back; failed", job_id)
-            self._finish_if(
+            self.job_store.finish_if(
                 job_id,
                 "running",
                 "failed",
@@ -389,21 +264,9 @@ class JobQueue:
         if now - self._last_renewal >= self._renew_every:
             self._last_renewal = now
             lease = now + self.settings.job_lease_s
-            with self.db.write() as conn:
-                for running in mine:
-                    conn.execute(
-                        update(jobs)
-                        .where(and_(jobs.c.job_id == running.job_id, jobs.c.owner == self.owner))
-                        .where(jobs.c.status == "running")
-                        .values(lease_expires=lease, progress=running.progress)
-                    )
-        with self.db.read() as conn:  # cancel flags are read every tick: a cancel acts at once
-            rows = conn.execute(
-                select(jobs.c.job_id, jobs.c.cancel_requested, jobs.c.owner, jobs.c.status).where(
-                    jobs.c.job_id.in_([r.job_id for r in mine])
-                )
-            ).all()
-        state = {r.job_id: r for r in rows}
+            self.job_store.renew(self.owner, {r.job_id: r.progress for r in mine}, lease)
+        # cancel flags are read every tick: a cancel acts at once
+        state = self.job_store.states([r.job_id for r in mine])
         for running in mine:
             row = state.get(running.job_id)
             if row is None or row.owner != self.owner or row.status != "running":
@@ -418,26 +281,16 @@ class JobQueue:
         if now - self._last_reap < self._renew_every:
             return
         self._last_reap = now
-        expired = and_(jobs.c.status == "running", jobs.c.lease_expires < now)
-        with self.db.read() as conn:  # the common case: nothing expired, and no write lock taken
-            any_expired = conn.execute(select(jobs.c.job_id).where(expired).limit(1)).first()
-        if any_expired is None:
+        expired = self.job_store.requeue_expired(now, MAX_ATTEMPTS)
+        if expired is None:
             self._purge(now)
             return
-        with self.db.write() as conn:
-            requeued = conn.execute(
-                update(jobs)
-                .where(and_(expired, jobs.c.attempts < MAX_ATTEMPTS))
-                .values(status="queued", owner=None, lease_expires=None, progress=0.0)
-            ).rowcount
-            abandoned = conn.execute(
-                select(jobs.c.job_id).where(and_(expired, jobs.c.attempts >= MAX_ATTEMPTS))
-            ).all()
+        requeued, abandoned = expired
         if requeued:
             logger.warning("%d training jobs lost their process and were queued again", requeued)
             self._wake.set()
-        for (job_id,) in abandoned:
-            self._finish_if(
+        for job_id in abandoned:
+            self.job_store.finish_if(
                 job_id,
                 "running",
                 "failed",
@@ -452,15 +305,7 @@ class JobQueue:
         """Forget jobs that ended more than ``job_ttl_s`` ago (at most every ``PURGE_EVERY_S``)."""
         if now - self._last_purge > min(PURGE_EVERY_S, self.settings.job_ttl_s / 2):
             self._last_purge = now
-            horizon = now - self.settings.job_ttl_s
-            with self.db.write() as conn:
-                old = select(jobs.c.job_id).where(
-                    and_(jobs.c.ended.is_not(None), jobs.c.ended < horizon)
-                )
-                conn.execute(delete(job_payloads).where(job_payloads.c.job_id.in_(old)))
-                conn.execute(
-                    delete(jobs).where(and_(jobs.c.ended.is_not(None), jobs.c.ended < horizon))
-                )
+            self.job_store.purge(now - self.settings.job_ttl_s)
 
     # -- one job -------------------------------------------------------------------------------
     def _progress(self, running: _Running, fraction: float) -> None:
@@ -509,24 +354,13 @@ class JobQueue:
                 logger.exception("storing the model of job %s failed", job_id)
                 error = TrainingFailed("the model was fitted but could not be stored")
             else:
-                with self.db.write() as conn:
-                    conn.execute(
-                        update(jobs)
-                        .where(and_(jobs.c.job_id == job_id, jobs.c.status == "running"))
-                        .values(
-                            status="succeeded",
-                            model_id=record["model_id"],
-                            progress=1.0,
-                            finished_at=_now(),
-                            ended=time.time(),
-                            lease_expires=None,
-                        )
-                    )
-                    conn.execute(delete(job_payloads).where(job_payloads.c.job_id == job_id))
+                self.job_store.finish_if(
+                    job_id, "running", "succeeded", model_id=record["model_id"]
+                )
                 return
         elif outcome.status == "cancelled":
             error = TrainingCancelled("the training was cancelled")
-            self._finish_if(job_id, "running", "cancelled", error)
+            self.job_store.finish_if(job_id, "running", "cancelled", error)
             return
         elif outcome.status == "timeout":
             error = TrainingTimeout(
@@ -545,7 +379,7 @@ class JobQueue:
         else:
             logger.error("training job %s failed: %s", job_id, outcome.message)
             error = TrainingFailed("the training failed; the server log has the details")
-        self._finish_if(job_id, "running", "failed", error)
+        self.job_store.finish_if(job_id, "running", "failed", error)
 
     def shutdown(self, wait_s: float = 15.0) -> None:
         """Stop claiming, stop this process's fits and put their jobs back in the queue."""
@@ -562,15 +396,4 @@ class JobQueue:
         if self._dispatcher.is_alive():
             self._dispatcher.join(timeout=wait_s)
         if mine:
-            with self.db.write() as conn:
-                conn.execute(
-                    update(jobs)
-                    .where(and_(jobs.c.owner == self.owner, jobs.c.status == "running"))
-                    .values(
-                        status="queued",
-                        owner=None,
-                        lease_expires=None,
-                        progress=0.0,
-                        attempts=jobs.c.attempts - 1,  # a clean stop is not a lost attempt
-                    )
-                )
+            self.job_store.release(self.owner)

@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 import platform
 import secrets
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,12 +24,38 @@ from service.data_checks import as_labels, as_matrix, check_feature_names
 from service.errors import InvalidInput, detail
 from service.model_types import ModelSpec, ModelTypes
 from service.settings import Settings
-from service.training.evaluation import heldout_split
+from service.training.metrics import heldout_split
 from service.training.search_request import selection_plan
-from service.training.worker import FitResult, TrainTask
+
+if TYPE_CHECKING:
+    from service.training.worker import FitResult
 
 LIBRARIES = ("bsvm", "numpy", "scipy", "scikit-learn", "joblib")
 ITERATION_PARAMS = ("max_iter", "n_draws", "burn_in")
+
+
+@dataclass
+class TrainTask:
+    """Everything a worker needs to fit and evaluate one model (picklable)."""
+
+    spec: ModelSpec
+    params: dict[str, Any]
+    X: np.ndarray
+    y: np.ndarray
+    X_test: np.ndarray | None = None
+    y_test: np.ndarray | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    memory_limit_mb: float | None = None
+    """Address space the worker may add to what it starts with (RLIMIT_AS); None: no limit."""
+    cv: dict[str, int] | None = None
+    """``{k, random_state}``: cross-validate the final parameters (``metrics.cv``)."""
+    search: dict[str, Any] | None = None
+    """``{grid, scoring, k, random_state}``: pick the parameters by cross-validation first."""
+
+    @property
+    def model_type(self) -> str:
+        """The registered model type this task fits."""
+        return self.spec.model_type
 
 
 def jsonable(value: Any) -> Any:

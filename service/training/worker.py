@@ -1,6 +1,6 @@
 """One training, run in its own worker process so that a timeout or a cancel can stop it for real.
 
-The parent validates the data and builds a ``TrainTask``; ``run_in_process`` starts a worker
+The parent validates the data and builds a ``TrainTask`` (``tasks``); ``run_in_process`` starts a worker
 (``forkserver`` where available, with the numeric stack preloaded, else ``spawn``), relays its
 progress messages, and kills it on timeout or cancel. The worker reports coarse stages: 0.1 when
 it has started, 0.15 when fitting starts (estimators with a progress hook fill 0.15..0.85), 0.9 when
@@ -30,9 +30,10 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 
 from service.model_types import ModelSpec
-from service.training.evaluation import classification_metrics
-from service.training.plot_data import plot_data
+from service.plots.data import plot_data
+from service.training.metrics import classification_metrics
 from service.training.selection import run_model_selection
+from service.training.tasks import TrainTask
 
 logger = logging.getLogger("service.training.worker")
 
@@ -50,30 +51,6 @@ _CONTEXT_LOCK = threading.Lock()
 
 
 @dataclass
-class TrainTask:
-    """Everything a worker needs to fit and evaluate one model (picklable)."""
-
-    spec: ModelSpec
-    params: dict[str, Any]
-    X: np.ndarray
-    y: np.ndarray
-    X_test: np.ndarray | None = None
-    y_test: np.ndarray | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
-    memory_limit_mb: float | None = None
-    """Address space the worker may add to what it starts with (RLIMIT_AS); None: no limit."""
-    cv: dict[str, int] | None = None
-    """``{k, random_state}``: cross-validate the final parameters (``metrics.cv``)."""
-    search: dict[str, Any] | None = None
-    """``{grid, scoring, k, random_state}``: pick the parameters by cross-validation first."""
-
-    @property
-    def model_type(self) -> str:
-        """The registered model type this task fits."""
-        return self.spec.model_type
-
-
-@dataclass
 class FitResult:
     """What a worker sends back: the fitted estimator and what the record says of the fit."""
 
@@ -82,7 +59,7 @@ class FitResult:
     training: dict[str, Any]
     metrics: dict[str, Any]
     extras: dict[str, Any] = field(default_factory=dict)
-    """Record entries beyond the metrics: ``search`` and ``plot_data`` (service.training.plot_data)."""
+    """Record entries beyond the metrics: ``search`` and ``plot_data`` (service.plots.data)."""
 
 
 @dataclass(frozen=True)

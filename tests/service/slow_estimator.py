@@ -18,7 +18,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 
 from service.model_types import ModelSpec
 from service.schemas.params import Params
-from service.training.worker import TrainTask
+from service.training.tasks import TrainTask
 
 
 class SlowParams(Params):

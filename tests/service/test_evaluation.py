@@ -15,7 +15,7 @@ from bsvm_core import LDA, LinearSVM
 from service.model_types import model_types
 from service.training.crossval import cross_validate, fold_indices, grid_search
 from service.training.selection import run_model_selection
-from service.training.worker import TrainTask
+from service.training.tasks import TrainTask
 from tests.service.conftest import train_body
 
 

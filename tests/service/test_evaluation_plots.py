@@ -11,7 +11,7 @@ from PIL import Image
 from sklearn.datasets import load_breast_cancer
 
 from bsvm_core import BayesianSVM
-from service.inference import plots
+from service.plots import trace as trace_plot
 from tests.service.conftest import train_body
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -151,12 +151,12 @@ def test_the_record_hides_plot_data(client, cancer):
 
 
 def test_long_traces_are_thinned():
-    draws = np.random.default_rng(0).normal(size=(2, 3 * plots.MAX_TRACE_POINTS + 7))
-    trace = plots.CoefficientTrace(draws, "b", 0.0, -1.0, 1.0, 0.95)
+    draws = np.random.default_rng(0).normal(size=(2, 3 * trace_plot.MAX_TRACE_POINTS + 7))
+    trace = trace_plot.CoefficientTrace(draws, "b", 0.0, -1.0, 1.0, 0.95)
     fig = Figure()
-    plots._draw_trace(fig, trace)
+    trace_plot._draw_trace(fig, trace)
     lines = fig.axes[0].get_lines()
     assert len(lines) == 2
     for line, chain in zip(lines, draws, strict=True):
-        assert len(line.get_xdata()) <= plots.MAX_TRACE_POINTS
+        assert len(line.get_xdata()) <= trace_plot.MAX_TRACE_POINTS
         np.testing.assert_array_equal(line.get_ydata(), chain[::4])

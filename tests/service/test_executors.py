@@ -15,7 +15,8 @@ from sklearn.datasets import load_breast_cancer
 from service.model_types import model_types
 from service.settings import Settings
 from service.training.executors import DaskExecutor, LocalExecutor, make_executor
-from service.training.worker import Outcome, TrainTask
+from service.training.tasks import TrainTask
+from service.training.worker import Outcome
 from tests.service.slow_estimator import slow_task
 from tests.service.test_jobs import process_gone, read_pid
 

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from PIL import Image
 from sklearn.datasets import load_breast_cancer
 
-from service.inference.plots import CoefficientTrace, render_png
+from service.plots.trace import CoefficientTrace, trace_png
 from tests.service.conftest import train_body
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -112,4 +112,4 @@ def test_render_handles_constant_draws_and_dollar_signs():
     trace = CoefficientTrace(
         draws=np.zeros((2, 30)), name="price_$_$", mean=0.0, lower=0.0, upper=0.0, level=0.9
     )
-    assert size_of(render_png(trace))[0] > 0
+    assert size_of(trace_png(trace))[0] > 0

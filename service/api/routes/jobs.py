@@ -8,9 +8,9 @@ from fastapi import APIRouter, Path, Query
 
 from service.api.deps import JobsDep
 from service.api.openapi import error_responses
+from service.repository.jobs import JOB_ID_PATTERN
 from service.schemas.jobs import JobList, JobStatus, JobView
 from service.schemas.names import NAME_PATTERN
-from service.training.queue import JOB_ID_PATTERN
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 

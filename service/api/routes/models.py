@@ -10,7 +10,7 @@ from service.api.content_types import BodyRoute
 from service.api.deps import StoreDep
 from service.api.openapi import error_responses
 from service.inference import predict as prediction
-from service.inference.plots import render_png
+from service.plots.trace import trace_png
 from service.repository.store import ModelStore
 from service.schemas.models import AliasList, AliasUpdate, ModelList, ModelRecord, Posterior
 from service.schemas.names import ALIAS_PATTERN, NAME_PATTERN, REFERENCE_PATTERN
@@ -188,4 +188,4 @@ def get_posterior_plot(
     """Trace and density PNG of one coefficient's MCMC draws (409 for models without draws)."""
     model_id = resolved(ref, store, request)
     trace = prediction.coefficient_trace(store, model_id, coef, level, scale, class_label)
-    return Response(content=render_png(trace), media_type="image/png")
+    return Response(content=trace_png(trace), media_type="image/png")

@@ -1,4 +1,4 @@
-"""Bodies of the evaluation routes: the EM/ECME regularisation path over ν."""
+"""Body of `GET /models/{ref}/path`: the EM/ECME regularisation path over ν."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A Bayesian model's coefficients against a linear SVM's at C = ν² (fitted at training time, see
-``service.training.plot_data``), with credible intervals as error bars when there are draws."""
+``service.plots.data``), with credible intervals as error bars when there are draws."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from service.inference.canvas import (
+from service.plots.canvas import (
     feature_names,
     figure_png,
     problem_labels,

@@ -1,5 +1,5 @@
 """The EM/ECME regularisation path over ν (computed at training time, see
-``service.training.plot_data``): its JSON view and its plot."""
+``service.plots.data``): its JSON view and its plot."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from service.inference.canvas import (
+from service.model_types import model_types
+from service.plots.canvas import (
     feature_names,
     figure_png,
     problem_labels,
@@ -16,13 +17,14 @@ from service.inference.canvas import (
 )
 
 FIGSIZE = (11.0, 4.5)
+PATH_TYPES = " and ".join(t for t, spec in model_types().items() if spec.nu_path)
 MAX_LEGEND = 12
 
 
 def path_view(record: dict[str, Any]) -> dict[str, Any]:
     """The path as ``GET /models/{ref}/path`` answers it."""
     path = stored_plot_data(
-        record, "path", f"paths over nu exist for em_svm and ecme_svm, not {record['model_type']}"
+        record, "path", f"paths over nu exist for {PATH_TYPES}, not {record['model_type']}"
     )
     return {
         "model_id": record["model_id"],

@@ -1,5 +1,5 @@
-"""Plots and numbers of a model's evaluation: ROC curves of its folds, decision regions, the
-EM/ECME path over ν, and the comparison with a linear SVM. Models by id, ``name``,
+"""A model's plots (OpenAPI tag ``evaluation``): ROC curves of its folds, decision regions, the
+EM/ECME path over ν (also as JSON), and the comparison with a linear SVM. Models by id, ``name``,
 ``name:version`` or ``name@alias``."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from fastapi import APIRouter, Path, Query, Request, Response
 
 from service.api.deps import StoreDep
 from service.api.openapi import error_responses
-from service.inference.boundary import boundary_png
-from service.inference.compare import compare_png
-from service.inference.paths import path_png, path_view
-from service.inference.roc import roc_png
+from service.plots.boundary import boundary_png
+from service.plots.compare import compare_png
+from service.plots.paths import path_png, path_view
+from service.plots.roc import roc_png
 from service.repository.store import ModelStore
-from service.schemas.evaluation import RegularisationPath
+from service.schemas.paths import RegularisationPath
 from service.schemas.predict import DEFAULT_LEVEL
 
 router = APIRouter(prefix="/models", tags=["evaluation"])

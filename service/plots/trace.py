@@ -1,4 +1,4 @@
-"""Trace-and-density PNG of one coefficient's MCMC draws (matplotlib's object API, Agg canvas).
+"""Trace-and-density PNG of one coefficient's MCMC draws (drawn by ``canvas.figure_png``).
 
 No pyplot: every call builds its own ``Figure`` on a ``FigureCanvasAgg``, so plots can be drawn
 in parallel threads of the server's pool without touching global state. matplotlib is imported by
@@ -7,17 +7,17 @@ the first plot, not when the app starts.
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from service.plots.canvas import figure_png, text
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 FIGSIZE = (10.0, 4.0)
-DPI = 100
 MAX_BINS = 80
 MAX_TRACE_POINTS = 4000
 """Draws per chain beyond which the trace shows every k-th draw (the density keeps them all)."""
@@ -42,15 +42,10 @@ def _number(value: float | None, fmt: str) -> str:
     return "n/a" if value is None or not np.isfinite(value) else format(value, fmt)
 
 
-def _text(name: str) -> str:
-    """A user-given name as literal text: ``$`` would otherwise start matplotlib's mathtext."""
-    return name.replace("$", r"\$")
-
-
 def title(trace: CoefficientTrace) -> str:
     """The figure title: coefficient name, R-hat and bulk ESS."""
     rhat, ess = _number(trace.rhat, ".3f"), _number(trace.ess, ".0f")
-    return f"{_text(trace.name)}: R-hat {rhat}, bulk ESS {ess}"
+    return f"{text(trace.name)}: R-hat {rhat}, bulk ESS {ess}"
 
 
 def _draw_trace(fig: Figure, trace: CoefficientTrace) -> None:
@@ -61,7 +56,7 @@ def _draw_trace(fig: Figure, trace: CoefficientTrace) -> None:
     for c, chain in enumerate(trace.draws):
         ax.plot(iterations, chain[::step], linewidth=0.6, alpha=0.8, label=f"chain {c + 1}")
     ax.set_xlabel("draw (after burn-in and thinning)")
-    ax.set_ylabel(_text(trace.name))
+    ax.set_ylabel(text(trace.name))
     ax.set_title("trace")
     if trace.draws.shape[0] <= 8:
         ax.legend(loc="upper right", fontsize="small")
@@ -84,26 +79,19 @@ def _draw_density(fig: Figure, trace: CoefficientTrace) -> None:
     )
     for bound in (trace.lower, trace.upper):
         ax.axvline(bound, color="C0", linestyle="--", linewidth=1.0)
-    ax.set_xlabel(_text(trace.name))
+    ax.set_xlabel(text(trace.name))
     ax.set_ylabel("density")
     ax.set_title("pooled draws")
     ax.legend(loc="best", fontsize="small")
 
 
-def render_png(trace: CoefficientTrace) -> bytes:
+def trace_png(trace: CoefficientTrace) -> bytes:
     """Trace of every chain (left) and the pooled density with mean and interval (right), as PNG."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
 
-    fig = Figure(figsize=FIGSIZE, dpi=DPI, layout="constrained")
-    FigureCanvasAgg(fig)
-    try:
+    def draw(fig: Figure) -> None:
         _draw_trace(fig, trace)
         _draw_density(fig, trace)
         heading = title(trace)
-        fig.suptitle(f"{heading}\n{_text(trace.subtitle)}" if trace.subtitle else heading)
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png")
-        return buffer.getvalue()
-    finally:
-        fig.clear()
+        fig.suptitle(f"{heading}\n{text(trace.subtitle)}" if trace.subtitle else heading)
+
+    return figure_png(draw, FIGSIZE)

@@ -26,7 +26,7 @@ from sklearn.base import clone
 from bsvm_core import LinearSVM
 from service.model_types import ModelSpec
 
-logger = logging.getLogger("service.training.plot_data")
+logger = logging.getLogger("service.plots.data")
 PATH_POINTS = 30
 PATH_DECADES = 3.0
 

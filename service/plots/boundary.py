@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from service.errors import Conflict, InvalidInput, detail
-from service.inference.canvas import feature_names, figure_png, text
 from service.model_types import model_types
+from service.plots.canvas import feature_names, figure_png, text
 
 FIGSIZE = (7.0, 6.0)
 MAX_GRID = 150

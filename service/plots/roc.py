@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from service.errors import Conflict, detail
-from service.inference.canvas import figure_png, stored_plot_data, text
+from service.plots.canvas import figure_png, stored_plot_data, text
 
 FIGSIZE = (6.5, 6.0)
 

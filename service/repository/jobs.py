@@ -1,0 +1,257 @@
+"""Training jobs in the database: the rows ``service.training.queue`` dispatches.
+
+A job row goes ``queued → running → succeeded | failed | cancelled``; its task (``job_payloads``)
+is deleted when it ends. Every change of status is a compare-and-set ``UPDATE ... WHERE status =
+expected``, so one job has one owner and ends once, whichever process gets there first. A running
+job belongs to the process whose lease (``lease_expires``, epoch seconds) it holds.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from typing import Any
+
+from sqlalchemy import and_, delete, func, insert, select, update
+
+from service.errors import ApiError, Busy
+from service.repository.database import Database
+from service.repository.registry import now_iso
+from service.repository.tables import job_payloads, jobs
+
+JOB_ID_PATTERN = r"^j_[0-9a-f]{32}$"
+_JOB_ID_RE = re.compile(JOB_ID_PATTERN)
+RETRY_AFTER_S = 5
+
+
+def new_job_id() -> str:
+    """A fresh job id (matches ``JOB_ID_PATTERN``)."""
+    return f"j_{uuid.uuid4().hex}"
+
+
+def view_of(row: Any) -> dict[str, Any]:
+    """The public fields of a job row (``JobView``)."""
+    return {
+        "job_id": row.job_id,
+        "status": row.status,
+        "progress": round(float(row.progress), 4),
+        "model_type": row.model_type,
+        "name": row.name,
+        "model_id": row.model_id,
+        "error": json.loads(row.error) if row.error else None,
+        "created_at": row.created_at,
+        "started_at": row.started_at,
+        "finished_at": row.finished_at,
+    }
+
+
+def _error_json(error: ApiError) -> str:
+    return json.dumps(
+        {
+            "code": error.code,
+            "message": error.message,
+            "details": [d.model_dump() for d in error.details],
+        }
+    )
+
+
+class JobStore:
+    """Reads and writes the ``jobs`` and ``job_payloads`` tables (every query of the job queue)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # -- reading -------------------------------------------------------------------------------
+    def get(self, job_id: str) -> dict[str, Any] | None:
+        """The view of ``job_id``, or None when there is no such job."""
+        if not _JOB_ID_RE.fullmatch(job_id):
+            return None
+        with self.db.read() as conn:
+            row = conn.execute(select(jobs).where(jobs.c.job_id == job_id)).first()
+        return None if row is None else view_of(row)
+
+    def list(
+        self, status: str | None, name: str | None, limit: int, offset: int
+    ) -> tuple[list[dict[str, Any]], int]:
+        """A page of jobs, newest first, filtered by status and name; and the total."""
+        where = []
+        if status is not None:
+            where.append(jobs.c.status == status)
+        if name is not None:
+            where.append(jobs.c.name == name)
+        with self.db.read() as conn:
+            total = conn.execute(select(func.count()).select_from(jobs).where(*where)).scalar()
+            rows = conn.execute(
+                select(jobs)
+                .where(*where)
+                .order_by(jobs.c.created_at.desc(), jobs.c.job_id)
+                .limit(limit)
+                .offset(offset)
+            ).all()
+        return [view_of(r) for r in rows], int(total or 0)
+
+    def states(self, job_ids: list[str]) -> dict[str, Any]:
+        """``job_id → (job_id, cancel_requested, owner, status)`` of the jobs that still exist."""
+        with self.db.read() as conn:
+            rows = conn.execute(
+                select(jobs.c.job_id, jobs.c.cancel_requested, jobs.c.owner, jobs.c.status).where(
+                    jobs.c.job_id.in_(job_ids)
+                )
+            ).all()
+        return {r.job_id: r for r in rows}
+
+    # -- queueing and claiming -----------------------------------------------------------------
+    def add(self, job_id: str, model_type: str, name: str, data: bytes, max_queued: int) -> None:
+        """Queue a job with its task ``data`` (429 when ``max_queued`` jobs already wait)."""
+        with self.db.write() as conn:
+            waiting = conn.execute(
+                select(func.count()).select_from(jobs).where(jobs.c.status == "queued")
+            ).scalar()
+            if int(waiting or 0) >= max_queued:
+                raise Busy(
+                    f"{waiting} trainings are waiting (BSVM_MAX_QUEUED); retry later",
+                    headers={"Retry-After": str(RETRY_AFTER_S)},
+                )
+            conn.execute(
+                insert(jobs).values(
+                    job_id=job_id,
+                    status="queued",
+                    model_type=model_type,
+                    name=name,
+                    progress=0.0,
+                    cancel_requested=False,
+                    attempts=0,
+                    created_at=now_iso(),
+                )
+            )
+            conn.execute(insert(job_payloads).values(job_id=job_id, data=data))
+
+    def claim_oldest(self, owner: str, lease_s: float) -> tuple[str, bytes | None] | None:
+        """Take the oldest queued job for ``owner``: its id and task; None when none is queued."""
+        while True:
+            with self.db.read() as conn:
+                job_id = conn.execute(
+                    select(jobs.c.job_id)
+                    .where(jobs.c.status == "queued")
+                    .order_by(jobs.c.created_at, jobs.c.job_id)
+                    .limit(1)
+                ).scalar()
+            if job_id is None:
+                return None
+            with self.db.write() as conn:
+                claimed = conn.execute(
+                    update(jobs)
+                    .where(and_(jobs.c.job_id == job_id, jobs.c.status == "queued"))
+                    .values(
+                        status="running",
+                        owner=owner,
+                        lease_expires=time.time() + lease_s,
+                        attempts=jobs.c.attempts + 1,
+                        started_at=now_iso(),
+                        progress=0.05,
+                        cancel_requested=False,
+                    )
+                ).rowcount
+                if claimed:
+                    data = conn.execute(
+                        select(job_payloads.c.data).where(job_payloads.c.job_id == job_id)
+                    ).scalar()
+                    return job_id, data
+            # another process took it first: look for the next one
+
+    def renew(self, owner: str, progress: dict[str, float], lease_expires: float) -> None:
+        """Extend ``owner``'s lease on each running job of ``progress`` and write its progress."""
+        with self.db.write() as conn:
+            for job_id, fraction in progress.items():
+                conn.execute(
+                    update(jobs)
+                    .where(and_(jobs.c.job_id == job_id, jobs.c.owner == owner))
+                    .where(jobs.c.status == "running")
+                    .values(lease_expires=lease_expires, progress=fraction)
+                )
+
+    def request_cancel(self, job_id: str) -> None:
+        """Raise the cancel flag of a running job (its owner reads it on its next tick)."""
+        with self.db.write() as conn:
+            conn.execute(
+                update(jobs)
+                .where(and_(jobs.c.job_id == job_id, jobs.c.status == "running"))
+                .values(cancel_requested=True)
+            )
+
+    # -- ending --------------------------------------------------------------------------------
+    def finish_if(
+        self,
+        job_id: str,
+        expected: str,
+        status: str,
+        error: ApiError | None = None,
+        model_id: str | None = None,
+    ) -> bool:
+        """Move ``job_id`` from ``expected`` to a final ``status`` (with its error, or the model
+        it stored: progress 1); False when it was not there."""
+        values: dict[str, Any] = {
+            "status": status,
+            "finished_at": now_iso(),
+            "ended": time.time(),
+            "lease_expires": None,
+        }
+        if model_id is not None:
+            values.update(model_id=model_id, progress=1.0)
+        if error is not None:
+            values["error"] = _error_json(error)
+        with self.db.write() as conn:
+            done = conn.execute(
+                update(jobs)
+                .where(and_(jobs.c.job_id == job_id, jobs.c.status == expected))
+                .values(**values)
+            ).rowcount
+            if done:
+                conn.execute(delete(job_payloads).where(job_payloads.c.job_id == job_id))
+        return bool(done)
+
+    # -- lost owners and old jobs --------------------------------------------------------------
+    def requeue_expired(self, now: float, max_attempts: int) -> tuple[int, list[str]] | None:
+        """Queue again the running jobs whose lease expired before ``now`` and that were tried
+        fewer than ``max_attempts`` times: how many, and the ids of the others (to be failed).
+        None when no lease expired (then no write lock is taken)."""
+        expired = and_(jobs.c.status == "running", jobs.c.lease_expires < now)
+        with self.db.read() as conn:  # the common case: nothing expired, and no write lock taken
+            any_expired = conn.execute(select(jobs.c.job_id).where(expired).limit(1)).first()
+        if any_expired is None:
+            return None
+        with self.db.write() as conn:
+            requeued = conn.execute(
+                update(jobs)
+                .where(and_(expired, jobs.c.attempts < max_attempts))
+                .values(status="queued", owner=None, lease_expires=None, progress=0.0)
+            ).rowcount
+            abandoned = conn.execute(
+                select(jobs.c.job_id).where(and_(expired, jobs.c.attempts >= max_attempts))
+            ).all()
+        return requeued, [job_id for (job_id,) in abandoned]
+
+    def purge(self, horizon: float) -> None:
+        """Forget the jobs that ended before ``horizon`` (epoch seconds)."""
+        ended = and_(jobs.c.ended.is_not(None), jobs.c.ended < horizon)
+        with self.db.write() as conn:
+            old = select(jobs.c.job_id).where(ended)
+            conn.execute(delete(job_payloads).where(job_payloads.c.job_id.in_(old)))
+            conn.execute(delete(jobs).where(ended))
+
+    def release(self, owner: str) -> None:
+        """Put ``owner``'s running jobs back in the queue (a clean stop is not a lost attempt)."""
+        with self.db.write() as conn:
+            conn.execute(
+                update(jobs)
+                .where(and_(jobs.c.owner == owner, jobs.c.status == "running"))
+                .values(
+                    status="queued",
+                    owner=None,
+                    lease_expires=None,
+                    progress=0.0,
+                    attempts=jobs.c.attempts - 1,
+                )
+            )
