@@ -2,37 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response
 
 from service.api.content_types import BodyRoute
 from service.api.deps import StoreDep
 from service.api.openapi import error_responses
+from service.api.params import Level, ModelRef, Scale
 from service.inference import predict as prediction
 from service.plots.trace import trace_png
 from service.repository.store import ModelStore
 from service.schemas.models import AliasList, AliasUpdate, ModelList, ModelRecord, Posterior
-from service.schemas.names import ALIAS_PATTERN, NAME_PATTERN, REFERENCE_PATTERN
+from service.schemas.names import ALIAS_PATTERN, NAME_PATTERN
 from service.schemas.predict import DEFAULT_LEVEL
 
 router = APIRouter(prefix="/models", tags=["models"], route_class=BodyRoute)
 
-ModelRef = Annotated[
-    str,
-    Path(
-        pattern=REFERENCE_PATTERN,
-        max_length=140,
-        description="A model id, or a name (its latest version), `name:version` or `name@alias`.",
-    ),
-]
 Name = Annotated[str, Path(pattern=NAME_PATTERN, max_length=64, description="Model name.")]
 Alias = Annotated[str, Path(pattern=ALIAS_PATTERN, max_length=32, description="Alias.")]
 TAG_FILTER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}(=.{0,256})?$"
-Level = Annotated[float, Query(gt=0.0, lt=1.0, description="Credible level.")]
-Scale = Annotated[
-    Literal["original", "standardised"], Query(description="Units of X or standardised.")
-]
 PNG_RESPONSE: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "PNG: trace of every chain (left), pooled density with mean and interval.",

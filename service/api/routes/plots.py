@@ -4,12 +4,13 @@ EM/ECME path over ν (also as JSON), and the comparison with a linear SVM. Model
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 
 from service.api.deps import StoreDep
 from service.api.openapi import error_responses
+from service.api.params import Level, ModelRef, Scale
 from service.plots.boundary import boundary_png
 from service.plots.compare import compare_png
 from service.plots.paths import path_png, path_view
@@ -20,18 +21,6 @@ from service.schemas.predict import DEFAULT_LEVEL
 
 router = APIRouter(prefix="/models", tags=["evaluation"])
 
-REF_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,130}$"
-Ref = Annotated[
-    str,
-    Path(
-        pattern=REF_PATTERN,
-        max_length=131,
-        description="Model id, `name` (latest version), `name:version` or `name@alias`.",
-    ),
-]
-Scale = Annotated[
-    Literal["original", "standardised"], Query(description="Units of X or standardised.")
-]
 Feature = Annotated[
     str | None,
     Query(min_length=1, max_length=256, description="Feature name or 0-based index."),
@@ -66,7 +55,7 @@ def _png(content: bytes) -> Response:
     response_class=Response,
     responses=png_response("PNG: each fold's ROC curve, their mean, AUCs in the legend."),
 )
-def get_roc_plot(ref: Ref, store: StoreDep, request: Request) -> Response:
+def get_roc_plot(ref: ModelRef, store: StoreDep, request: Request) -> Response:
     """ROC curves of the cross-validation folds (409 when trained without `evaluation.cv`).
 
     Binary: of `classes[1]` from decision values. Multiclass: the macro one-vs-rest curve.
@@ -80,7 +69,7 @@ def get_roc_plot(ref: Ref, store: StoreDep, request: Request) -> Response:
     responses=png_response("PNG: decision regions on two features."),
 )
 def get_boundary_plot(
-    ref: Ref, store: StoreDep, request: Request, x: Feature = None, y: Feature = None
+    ref: ModelRef, store: StoreDep, request: Request, x: Feature = None, y: Feature = None
 ) -> Response:
     """Decision regions on features `x` and `y` (default the first two), others at their means.
 
@@ -96,7 +85,7 @@ def get_boundary_plot(
     response_model=RegularisationPath,
     responses=ERRORS,
 )
-def get_path(ref: Ref, store: StoreDep, request: Request) -> Any:
+def get_path(ref: ModelRef, store: StoreDep, request: Request) -> Any:
     """EM modes over 30 values of ν (±3 decades around the fitted ν); em_svm and ecme_svm only."""
     return path_view(_record(store, ref, request))
 
@@ -107,7 +96,7 @@ def get_path(ref: Ref, store: StoreDep, request: Request) -> Any:
     responses=png_response("PNG: ‖β‖ and every coefficient against log10 ν."),
 )
 def get_path_plot(
-    ref: Ref, store: StoreDep, request: Request, scale: Scale = "standardised"
+    ref: ModelRef, store: StoreDep, request: Request, scale: Scale = "standardised"
 ) -> Response:
     """The path over ν as a plot (em_svm and ecme_svm only; 409 for other models)."""
     return _png(path_png(_record(store, ref, request), scale))
@@ -119,11 +108,11 @@ def get_path_plot(
     responses=png_response("PNG: Bayesian against linear-SVM coefficients, with y = x."),
 )
 def get_compare_plot(
-    ref: Ref,
+    ref: ModelRef,
     store: StoreDep,
     request: Request,
     scale: Scale = "original",
-    level: Annotated[float, Query(gt=0.0, lt=1.0, description="Credible level.")] = DEFAULT_LEVEL,
+    level: Level = DEFAULT_LEVEL,
 ) -> Response:
     """A Bayesian model's coefficients against a linear SVM's fitted on the same data at C = ν².
 
