@@ -19,18 +19,10 @@ from service.inference.signature import outputs_of
 from service.model_types import model_types_with
 from service.plots.trace import CoefficientTrace
 from service.repository.store import ModelStore
+from service.schemas.outputs import POINT_OUTPUTS, SHORT_NAMES
 from service.settings import Settings
 
 FLOAT_MAX = float(np.finfo(np.float64).max)
-OUTPUT_KEYS = {
-    "predictions": "label",
-    "decision_function": "decision",
-    "probabilities": "probability",
-    "intervals": "interval",
-}
-"""Output names as the response keys → the short names used below (which stay accepted)."""
-SCORERS = {"label": "predict", "decision": "decision_function", "probability": "predict_proba"}
-"""Short output names → the estimator's method that gives them."""
 DRAWS = model_types_with("draws")
 BAYESIAN = model_types_with("mode", "draws")
 MODE_ONLY = frozenset(model_types_with("mode").split(", "))
@@ -132,7 +124,7 @@ def predict(
     )
     check_n_features(X, int(record["n_features"]))
     estimator = store.load(model_id)
-    outputs = {OUTPUT_KEYS.get(name, name) for name in body.outputs}
+    outputs = {SHORT_NAMES.get(name, name) for name in body.outputs}
     if "probability" in outputs and not hasattr(estimator, "predict_proba"):
         why = (
             "it was trained without probability=true"
@@ -161,21 +153,18 @@ def predict(
 
     def score(rows: np.ndarray) -> dict[str, np.ndarray]:
         return {
-            name: score_in_blocks(scorer(estimator, SCORERS[name]), rows, per_row, budget)
-            for name in SCORERS
-            if name in outputs
+            spec.short: score_in_blocks(scorer(estimator, spec.method), rows, per_row, budget)
+            for spec in POINT_OUTPUTS
+            if spec.short in outputs
         }
 
     if batcher is not None and X.shape[0] == 1 and "interval" not in outputs:
         scores = batcher.score((model_id, tuple(sorted(outputs))), X, score)
     else:
         scores = score(X)
-    if "label" in scores:
-        out["predictions"] = _labels(scores["label"])
-    if "decision" in scores:
-        out["decision_function"] = _floats(scores["decision"])
-    if "probability" in scores:
-        out["probabilities"] = _floats(scores["probability"])
+    for spec in POINT_OUTPUTS:
+        if spec.short in scores:
+            out[spec.key] = (_labels if spec.labels else _floats)(scores[spec.short])
     if "interval" in outputs:
         out["intervals"] = _interval(estimator, X, body.level, budget)
     give_back_memory(X.nbytes)

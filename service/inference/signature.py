@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from service.repository.store import ModelStore
+from service.schemas.outputs import POINT_OUTPUTS
 
 MAX_VERSIONS = 1000
 """Most versions of one name listed in V2 metadata."""
@@ -12,10 +13,9 @@ MAX_VERSIONS = 1000
 
 def outputs_of(estimator: Any) -> list[str]:
     """Point outputs this estimator gives: label and decision always, probability when it has it."""
-    out = ["label", "decision"]
-    if hasattr(estimator, "predict_proba"):
-        out.append("probability")
-    return out
+    return [
+        spec.short for spec in POINT_OUTPUTS if spec.needs is None or hasattr(estimator, spec.needs)
+    ]
 
 
 def describe(store: ModelStore, ref: str) -> dict[str, Any]:

@@ -7,24 +7,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from service.schemas.common import Matrix
+from service.schemas.outputs import DEPRECATED_OUTPUTS, OUTPUT_NAMES
 
-Output = Literal[
-    "predictions",
-    "decision_function",
-    "probabilities",
-    "intervals",
-    "label",
-    "decision",
-    "probability",
-    "interval",
-]
-DEPRECATED_OUTPUTS = {
-    "label": "predictions",
-    "decision": "decision_function",
-    "probability": "probabilities",
-    "interval": "intervals",
-}
-"""Former names of the outputs, kept working: each asks for the response key it maps to."""
+Output = Literal[OUTPUT_NAMES]  # type: ignore[valid-type]
 Label = int | str
 MODEL_REF_MAX_CHARS = 140
 """Longest model reference ``POST /predict`` takes (``model``)."""

@@ -15,6 +15,7 @@ import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from service.schemas.outputs import POINT_OUTPUTS
 from service.wire.answer import Answer
 from service.wire.media import CSV_MEDIA_TYPE
 
@@ -37,12 +38,9 @@ def output_columns(out: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]:
     """
     classes = out["classes"]
     parts: list[tuple[list[str], list]] = []
-    if out.get("predictions") is not None:
-        parts.append((["label"], [out["predictions"]]))
-    if out.get("decision_function") is not None:
-        parts.append(_columns_of(out["decision_function"], "decision", classes))
-    if out.get("probabilities") is not None:
-        parts.append(_columns_of(out["probabilities"], "probability", classes))
+    for spec in POINT_OUTPUTS:
+        if out.get(spec.key) is not None:
+            parts.append(_columns_of(out[spec.key], spec.short, classes))
     intervals = out.get("intervals")
     if intervals is not None:
         parts.append(_columns_of(intervals["lower"], "interval_lower", classes))

@@ -17,13 +17,14 @@ from typing import Any
 import numpy as np
 
 from service.inference.query import PredictQuery
+from service.schemas.outputs import POINT_OUTPUTS
 from service.wire.rows import Rows, invalid, number, query_of, rows_list
 
 V2_NUMERIC = frozenset(
     {"UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32", "INT64"}
     | {"FP16", "FP32", "FP64"}
 )
-V2_OUTPUTS = {"label": "label", "decision": "decision", "probability": "probability"}
+V2_OUTPUTS = {spec.short: spec.short for spec in POINT_OUTPUTS}
 MAX_DEPTH = 4
 INT64_MAX = 2**63 - 1
 """Deepest nesting of V2 tensor data, and most dimensions of a shape, accepted (rows of features
@@ -159,19 +160,19 @@ def v2_response(out: Mapping[str, Any], request_id: str) -> dict[str, Any]:
     """A V2 inference response of our outputs (labels BYTES or INT64; scores FP64, flat)."""
     classes = json.dumps(out["classes"])
     tensors = []
-    if out.get("predictions") is not None:
-        labels = out["predictions"]
+    for spec in POINT_OUTPUTS:
+        values = out.get(spec.key)
+        if values is None:
+            continue
+        if spec.labels:
+            datatype, parameters = _label_type(out["classes"]), {}
+        else:
+            datatype, parameters = "FP64", {"parameters": {"classes": classes}}
         tensors.append(
-            {"name": "label", "shape": [len(labels)], "datatype": _label_type(out["classes"])}
-            | {"data": labels}
+            {"name": spec.short, "shape": _shape(values), "datatype": datatype}
+            | parameters
+            | {"data": _flat(values)}
         )
-    for name, key in (("decision", "decision_function"), ("probability", "probabilities")):
-        values = out.get(key)
-        if values is not None:
-            tensors.append(
-                {"name": name, "shape": _shape(values), "datatype": "FP64"}
-                | {"parameters": {"classes": classes}, "data": _flat(values)}
-            )
     return {
         "model_name": out["name"],
         "model_version": str(out["version"]),
