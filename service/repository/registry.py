@@ -7,7 +7,10 @@ transaction that inserts the model row, so concurrent trainings of one name from
 processes get distinct versions, and versions are never reused after a delete.
 
 Resolved references are kept in memory for ``RESOLVE_CACHE_S`` seconds, so a busy predict asks
-the database once per reference and period instead of once per request. Every write made through
+the database once per reference and period instead of once per request. A reference still in use
+when less than ``REFRESH_AHEAD`` of its period is left is read again by one background thread
+(once per reference at a time), so a busy reference never expires under its requests and none of
+them waits for the database; an unused one expires as before. Every write made through
 this registry forgets them all at once, so this process sees its own deletes, new versions and
 moved aliases immediately; another process (a replica) sees them within ``RESOLVE_CACHE_S``.
 """
@@ -19,6 +22,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -38,6 +42,8 @@ _VERSION_RE = re.compile(VERSION_PATTERN)
 
 RESOLVE_CACHE_S = 0.25
 """How long a resolved reference is reused: the bound on how late a replica sees another's write."""
+REFRESH_AHEAD = 0.5
+"""Fraction of the period left at which a reference in use is read again in the background."""
 RESOLVE_CACHE_SIZE = 4096
 
 
@@ -119,6 +125,8 @@ class ModelRegistry:
         self._resolved: dict[str, tuple[str, float]] = {}
         self._generation = 0  # bumped by every write; a read begun before it is not kept
         self._lock = threading.Lock()
+        self._refreshing: set[str] = set()
+        self._refresher: ThreadPoolExecutor | None = None
 
     @contextmanager
     def _write(self) -> Iterator[Connection]:
@@ -215,7 +223,23 @@ class ModelRegistry:
         hit = self._resolved.get(ref)
         now = time.monotonic()
         if hit is not None and hit[1] > now:
+            self._refresh_if_due(ref, field, hit[1] - now)
             return hit[0]
+        return self._read_and_keep(ref, field, now)
+
+    def resolved(self, ref: str) -> str | None:
+        """The model id of ``ref`` if it is resolved in memory and still fresh, else ``None``."""
+        hit = self._resolved.get(ref)
+        if hit is None:
+            return None
+        left = hit[1] - time.monotonic()
+        if left <= 0:
+            return None
+        self._refresh_if_due(ref, "model", left)
+        return hit[0]
+
+    def _read_and_keep(self, ref: str, field: str, now: float) -> str:
+        """``ref`` read from the database and kept, unless a write raced the read."""
         generation = self._generation
         model_id = self._resolve(ref, field)
         with self._lock:
@@ -225,10 +249,31 @@ class ModelRegistry:
                 self._resolved[ref] = (model_id, now + self.resolve_cache_s)
         return model_id
 
-    def resolved(self, ref: str) -> str | None:
-        """The model id of ``ref`` if it is resolved in memory and still fresh, else ``None``."""
-        hit = self._resolved.get(ref)
-        return hit[0] if hit is not None and hit[1] > time.monotonic() else None
+    def _refresh_if_due(self, ref: str, field: str, left: float) -> None:
+        """Read ``ref`` again in the background when less than ``REFRESH_AHEAD`` of its period is
+        left, once at a time per reference."""
+        if left >= self.resolve_cache_s * REFRESH_AHEAD or ref in self._refreshing:
+            return
+        with self._lock:
+            if ref in self._refreshing:
+                return
+            self._refreshing.add(ref)
+            if self._refresher is None:
+                self._refresher = ThreadPoolExecutor(1, thread_name_prefix="bsvm-resolve")
+        self._refresher.submit(self._refresh, ref, field)
+
+    def _refresh(self, ref: str, field: str) -> None:
+        """One background read of ``ref``; a reference now gone is forgotten, other errors leave
+        the kept answer to expire as it would."""
+        try:
+            self._read_and_keep(ref, field, time.monotonic())
+        except NotFound:
+            with self._lock:
+                self._resolved.pop(ref, None)
+        except Exception:  # the database is unreachable: the next request asks it itself
+            pass
+        finally:
+            self._refreshing.discard(ref)
 
     def _resolve(self, ref: str, field: str) -> str:
         """``resolve`` from the database."""

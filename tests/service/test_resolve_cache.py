@@ -145,3 +145,41 @@ def test_predict_on_a_replica_sees_writes_within_the_bound(make_client, iris, cl
     clock.past_the_bound()
     assert predicted_id(b, "iris", X) == (200, second)
     assert predicted_id(b, first, X)[0] == 404
+
+
+def settle(registry: ModelRegistry) -> None:
+    """Wait for the background reads of ``registry`` to finish."""
+    if registry._refresher is not None:
+        registry._refresher.submit(lambda: None).result(timeout=10)
+
+
+def test_a_reference_in_use_is_read_again_before_it_expires(replicas, clock):
+    a, b = replicas
+    first = add(a)
+    assert b.resolve("demo") == first
+    clock.now += RESOLVE_CACHE_S * 0.6  # past REFRESH_AHEAD: the next use reads it again
+    assert b.resolved("demo") == first
+    settle(b)
+    clock.now += RESOLVE_CACHE_S * 0.6  # past the first read's bound, inside the second's
+    assert b.resolved("demo") == first  # still in memory: no request waited for the database
+
+
+def test_a_background_read_sees_another_replicas_writes(replicas, clock):
+    a, b = replicas
+    first = add(a)
+    assert b.resolve("demo") == b.resolve(first) == first
+    second = add(a)
+    a.delete(first)
+    clock.now += RESOLVE_CACHE_S * 0.6
+    assert b.resolve("demo") == first and b.resolve(first) == first  # inside the bound
+    settle(b)
+    assert b.resolved("demo") == second  # the background read kept the new answer
+    assert b.resolved(first) is None  # and forgot the deleted model
+
+
+def test_an_unused_reference_still_expires(replicas, clock):
+    a, b = replicas
+    add(a)
+    b.resolve("demo")
+    clock.past_the_bound()
+    assert b.resolved("demo") is None and b._refresher is None  # nothing read in the background
