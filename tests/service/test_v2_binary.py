@@ -33,7 +33,13 @@ HEADER = "Inference-Header-Content-Length"
 OCTETS = {"Content-Type": "application/octet-stream"}
 
 
-@pytest.fixture()
+@pytest.fixture(scope="module")
+def client(module_client):
+    """One app for the module: its tests only predict on the two models of ``models``."""
+    return module_client
+
+
+@pytest.fixture(scope="module")
 def models(client, iris) -> dict:
     """``iris``: LDA with string labels and feature names; ``ints``: kernel SVM, labels 0/1/2."""
     X, y = iris
