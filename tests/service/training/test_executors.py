@@ -17,7 +17,7 @@ from service.settings import Settings
 from service.training.executors import DaskExecutor, LocalExecutor, make_executor
 from service.training.worker import Outcome, TrainTask
 from tests.service.slow_estimator import slow_task
-from tests.service.test_jobs import process_gone, read_pid
+from tests.service.training.test_jobs import process_gone, read_pid
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,7 @@ from service.api.v2_binary import query_value
 from service.inference import binary_tensors
 from service.settings import Settings
 from tests.service.live_server import live_server
-from tests.service.test_protocols import IRIS_NAMES
+from tests.service.wire.test_protocols import IRIS_NAMES
 
 HEADER = "Inference-Header-Content-Length"
 OCTETS = {"Content-Type": "application/octet-stream"}
