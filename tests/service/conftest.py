@@ -57,6 +57,17 @@ def client(make_client: Callable[..., TestClient]) -> TestClient:
     return make_client()
 
 
+@pytest.fixture(scope="module")
+def module_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    """One client for a whole test module, over an app with default limits on a model dir of its
+    own: built and migrated once. For tests that leave the app as they found it (they read, or add
+    models under names no other test of the module looks up); a module whose tests all do so
+    rebinds ``client`` to it."""
+    settings = Settings(data_dir=tmp_path_factory.mktemp("app"), log_level="warning")
+    with TestClient(create_app(settings)) as client:
+        yield client
+
+
 def train_body(X: np.ndarray, y: np.ndarray, model_type: str = "lda", **extra: Any) -> dict:
     """A ``POST /train`` JSON body."""
     return {"model_type": model_type, "X": X.tolist(), "y": list(map(str, y)), **extra}

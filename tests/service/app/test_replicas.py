@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -115,23 +116,45 @@ def wait_for_save(root: Path, going: Callable[[], bool], timeout: float) -> bool
         os.close(fd)
 
 
-@pytest.fixture()
-def pair(tmp_path: Path) -> Iterator[tuple[Server, Server, dict[str, str]]]:
+@contextmanager
+def started_pair(root: Path) -> Iterator[tuple[Server, Server, dict[str, str]]]:
+    """Two servers sharing a registry and an artifact folder under ``root``; stopped at the end."""
     shared = {
-        "database_url": f"sqlite:///{tmp_path / 'shared' / 'registry.db'}",
-        "artifact_url": f"file://{tmp_path / 'shared' / 'models'}",
-        "signing_key_file": str(tmp_path / "shared" / "signing.key"),  # one key for every replica
+        "database_url": f"sqlite:///{root / 'shared' / 'registry.db'}",
+        "artifact_url": f"file://{root / 'shared' / 'models'}",
+        "signing_key_file": str(root / "shared" / "signing.key"),  # one key for every replica
         "max_queued": "64",
         "train_concurrency": "2",
         "job_lease_s": "3",
         "log_level": "warning",
     }
-    (tmp_path / "shared").mkdir()
-    a = Server(tmp_path / "a", tmp_path, **shared)
-    b = Server(tmp_path / "b", tmp_path, **shared)
-    yield a, b, shared
-    for server in (a, b):
-        server.stop()
+    (root / "shared").mkdir()
+    a = Server(root / "a", root, **shared)
+    try:
+        b = Server(root / "b", root, **shared)
+    except BaseException:
+        a.stop()
+        raise
+    try:
+        yield a, b, shared
+    finally:
+        for server in (a, b):
+            server.stop()
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Server, dict]]:
+    """One pair for the tests that leave both servers running (each works under a name of its
+    own, and lets its jobs end or cancels them)."""
+    with started_pair(tmp_path_factory.mktemp("replicas")) as servers:
+        yield servers
+
+
+@pytest.fixture()
+def own_pair(tmp_path: Path) -> Iterator[tuple[Server, Server, dict[str, str]]]:
+    """A pair for a test that stops or kills its servers."""
+    with started_pair(tmp_path) as servers:
+        yield servers
 
 
 def test_thirty_concurrent_trainings_of_one_name_get_thirty_versions(pair):
@@ -203,8 +226,8 @@ def test_jobs_are_cancelled_from_the_other_process(pair):
     assert httpx.get(f"{a.url}/models", params={"name": "slow"}).json()["total"] == 0
 
 
-def test_kill_9_during_a_save_leaves_no_debris_and_loses_no_acknowledged_model(pair, tmp_path):
-    a, b, shared = pair
+def test_kill_9_during_a_save_leaves_no_debris_and_loses_no_acknowledged_model(own_pair, tmp_path):
+    a, b, shared = own_pair
     X, y = load_breast_cancer(return_X_y=True)
     big = {  # a ~10 MB artifact: its save takes long enough to be caught in the act
         "model_type": "mcmc_svm",

@@ -22,7 +22,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from service.api.http_protocol import EnvelopeH11Protocol, EnvelopeHttpToolsProtocol
 from service.api.telemetry_gate import ServiceApp, settle_telemetry
 
-PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
+PYPROJECT = Path(__file__).resolve().parents[3] / "pyproject.toml"
 
 
 def declared(name: str) -> Requirement:

@@ -7,9 +7,10 @@ import pytest
 from service.model_types import model_types
 
 
-@pytest.fixture()
-def doc(client) -> dict:
-    return client.get("/openapi.json").json()
+@pytest.fixture(scope="module")
+def doc(module_client) -> dict:
+    """The OpenAPI document, read once (the tests that train do so on an app of their own)."""
+    return module_client.get("/openapi.json").json()
 
 
 def operations_with_a_body(doc: dict):

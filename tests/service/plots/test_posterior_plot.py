@@ -39,9 +39,15 @@ def size_of(png: bytes) -> tuple[int, int]:
         return image.size
 
 
-@pytest.fixture()
+@pytest.fixture(scope="module")
+def client(module_client: TestClient) -> TestClient:
+    """One app for the module: its tests train models of three features and read them."""
+    return module_client
+
+
+@pytest.fixture(scope="module")
 def mcmc_id(client: TestClient) -> str:
-    """A small two-chain MCMC model."""
+    """A small two-chain MCMC model, trained once for the module (plots only read it)."""
     return train(client, "mcmc_svm", **FEW_DRAWS)
 
 
@@ -89,7 +95,8 @@ def test_unknown_model_is_404(client):
     assert r.status_code == 404 and r.json()["code"] == "NOT_FOUND"
 
 
-def test_multiclass_needs_a_class(client, iris):
+def test_multiclass_needs_a_class(make_client, iris):
+    client = make_client()  # an app of its own: mcmc_svm here has four features, not three
     X, y = iris
     body = train_body(X[::3], y[::3], "mcmc_svm", params=FEW_DRAWS)
     model_id = client.post("/train", json=body).json()["model_id"]

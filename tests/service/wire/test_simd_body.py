@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from service.schemas.predict import PredictRequest
 from service.wire import ours as fast_predict
 from service.wire import simd as simd_body
-from tests.service.test_fast_predict import UNSURE, VALID
+from tests.service.wire.test_fast_predict import UNSURE, VALID
 
 FLOAT = st.floats(allow_nan=False, allow_infinity=False)
 
@@ -210,7 +210,7 @@ def test_a_flat_array_of_numbers_comes_from_the_tape() -> None:
 @pytest.mark.parametrize("name", ["plain", "exponents", "long integer", "17 digits", "overflowing"])
 def test_csv_blocks_read_alike_by_simdjson_and_orjson(monkeypatch, name) -> None:
     from service.wire.csv_matrix import numeric_matrix
-    from tests.service.test_csv_matrix import BODIES
+    from tests.service.wire.test_csv_matrix import BODIES
 
     raw = BODIES[name].encode()
     fast = numeric_matrix(raw, lambda header: frozenset())

@@ -11,8 +11,21 @@ from bsvm_core.lda import LDA
 from tests.service.conftest import train_body
 
 
-@pytest.fixture()
+@pytest.fixture(scope="module")
+def client(module_client):
+    """One app for the module: its tests predict, or train models of their own (the one that
+    trains a second ``iris`` has an app of its own)."""
+    return module_client
+
+
+@pytest.fixture(scope="module")
 def iris_model(client, iris) -> dict:
+    """``train_iris``, once for the module."""
+    return train_iris(client, iris)
+
+
+def train_iris(client, iris) -> dict:
+    """LDA on iris named ``iris``, with feature names."""
     X, y = iris
     names = ["sl", "sw", "pl", "pw"]
     r = client.post("/train", json=train_body(X, y, name="iris", feature_names=names))
@@ -45,7 +58,9 @@ def test_decision_has_one_column_per_class(client, iris, iris_model):
     assert np.asarray(out["decision_function"]).shape == (5, 3)
 
 
-def test_every_reference_form_resolves(client, iris, iris_model):
+def test_every_reference_form_resolves(make_client, iris):
+    client = make_client()  # an app of its own: a second version of iris would move the others'
+    iris_model = train_iris(client, iris)
     X, y = iris
     names = ["sl", "sw", "pl", "pw"]
     second = client.post("/train", json=train_body(X, y, name="iris", feature_names=names)).json()

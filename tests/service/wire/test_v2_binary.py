@@ -24,13 +24,19 @@ from service.api.app import create_app
 from service.settings import Settings
 from service.wire import v2_binary as binary_tensors
 from tests.service.live_server import live_server
-from tests.service.test_protocols import IRIS_NAMES
+from tests.service.wire.test_protocols import IRIS_NAMES
 
 HEADER = "Inference-Header-Content-Length"
 OCTETS = {"Content-Type": "application/octet-stream"}
 
 
-@pytest.fixture()
+@pytest.fixture(scope="module")
+def client(module_client):
+    """One app for the module: its tests only predict on the two models of ``models``."""
+    return module_client
+
+
+@pytest.fixture(scope="module")
 def models(client, iris) -> dict:
     """``iris``: LDA with string labels and feature names; ``ints``: kernel SVM, labels 0/1/2."""
     X, y = iris

@@ -18,7 +18,7 @@ from service.training.executors import DaskExecutor, LocalExecutor, make_executo
 from service.training.tasks import TrainTask
 from service.training.worker import Outcome
 from tests.service.slow_estimator import slow_task
-from tests.service.test_jobs import process_gone, read_pid
+from tests.service.training.test_jobs import process_gone, read_pid
 
 
 @pytest.fixture(scope="module")

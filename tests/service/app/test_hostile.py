@@ -7,8 +7,8 @@ import re
 import numpy as np
 import pytest
 
+from tests.service.api.test_errors import envelope
 from tests.service.conftest import train_body
-from tests.service.test_errors import envelope
 
 CSV = {"Content-Type": "text/csv"}
 INT64_OVER = 2**63

@@ -123,8 +123,15 @@ UNSURE = [
 ]
 
 
-@pytest.fixture()
+@pytest.fixture(scope="module")
+def client(module_client):
+    """One app for the module: its tests only predict, or train under a name of their own."""
+    return module_client
+
+
+@pytest.fixture(scope="module")
 def iris_model(client, iris) -> dict:
+    """LDA on iris named ``iris``, trained once for the module (no test changes it)."""
     X, y = iris
     r = client.post("/train", json=train_body(X, y, name="iris", feature_names=NAMES))
     assert r.status_code == 201

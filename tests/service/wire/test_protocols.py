@@ -42,8 +42,20 @@ KSERVE_V2 = {
 IRIS_NAMES = ["sl", "sw", "pl", "pw"]
 
 
-@pytest.fixture()
+@pytest.fixture(scope="module")
+def client(module_client):
+    """One app for the module: its tests predict, or train under names of their own (the one that
+    trains a second ``iris`` has an app of its own)."""
+    return module_client
+
+
+@pytest.fixture(scope="module")
 def models(client, iris) -> dict:
+    """``ab`` and ``iris`` (``train_models``), trained once for the module."""
+    return train_models(client, iris)
+
+
+def train_models(client, iris) -> dict:
     """``ab``: LDA on iris' first two columns named a, b; ``iris``: LDA on all four."""
     X, y = iris
     ab = {"model_type": "lda", "name": "ab", "X": X[:, :2].tolist(), "y": y.tolist()}
@@ -162,7 +174,9 @@ def test_v2_integer_labels_are_int64_and_binary_decision_one_column(client, iris
     assert {t["name"]: t["shape"] for t in meta["outputs"]}["decision"] == [-1]
 
 
-def test_v2_metadata_ready_and_health(client, models, iris):
+def test_v2_metadata_ready_and_health(make_client, iris):
+    client = make_client()  # an app of its own: a second version of iris would move the others'
+    train_models(client, iris)
     X, y = iris
     second = {"model_type": "lda", "name": "iris", "X": X.tolist(), "y": y.tolist()}
     assert client.post("/train", json={**second, "feature_names": IRIS_NAMES}).status_code == 201
