@@ -76,7 +76,11 @@ PREDICT_EXAMPLES: dict[str, dict[str, Any]] = {
     "labels": {
         "summary": "Labels and decision values",
         "description": f"Score two rows with the latest `{DEFAULT_MODEL}` (train it first).",
-        "value": {"model": DEFAULT_MODEL, "X": NEW_ROWS, "outputs": ["label", "decision"]},
+        "value": {
+            "model": DEFAULT_MODEL,
+            "X": NEW_ROWS,
+            "outputs": ["predictions", "decision_function"],
+        },
     },
     "probabilities": {
         "summary": "Probabilities, columns named",
@@ -86,7 +90,7 @@ PREDICT_EXAMPLES: dict[str, dict[str, Any]] = {
             "model": DEFAULT_MODEL,
             "X": [[3.3, 5.0, 0], [2.8, 6.5, 1]],
             "feature_names": ["sepal_width", "sepal_length", "row_id"],
-            "outputs": ["label", "probability"],
+            "outputs": ["predictions", "probabilities"],
         },
     },
     "intervals": {
@@ -95,7 +99,7 @@ PREDICT_EXAMPLES: dict[str, dict[str, Any]] = {
         "value": {
             "model": "iris-mcmc",
             "X": NEW_ROWS,
-            "outputs": ["label", "interval"],
+            "outputs": ["predictions", "intervals"],
             "level": 0.9,
         },
     },

@@ -40,7 +40,9 @@ class PredictRequest(BaseModel):
         "draws). Deprecated, still accepted: `label`, `decision`, `probability`, `interval`.",
         json_schema_extra={"x-deprecated-values": sorted(DEPRECATED_OUTPUTS)},
     )
-    level: float = Field(DEFAULT_LEVEL, gt=0.0, lt=1.0, description="Credible level of `interval`.")
+    level: float = Field(
+        DEFAULT_LEVEL, gt=0.0, lt=1.0, description="Credible level of `intervals`."
+    )
     feature_names: list[str] | None = Field(
         None, description="Column names of X; when given, columns are reordered to the model's."
     )

@@ -18,7 +18,7 @@ router = APIRouter(tags=["predict"], route_class=PredictRoute)
 CSV_BODY = "CSV with a header row of feature names; columns are put in the model's order."
 CSV_QUERY = {
     "model": "model reference (required)",
-    "outputs": "repeatable: label, decision, probability, interval",
+    "outputs": "repeatable: predictions, decision_function, probabilities, intervals",
     "level": "credible level of interval",
 }
 
