@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body
+from fastapi import APIRouter, Body, Depends
 
+from service.api.auth import require_api_key
 from service.api.binary_openapi import with_binary_data
 from service.api.csv_route import csv_openapi
 from service.api.examples import DEFAULT_MODEL, PREDICT_CSV, PREDICT_EXAMPLES
@@ -13,7 +14,10 @@ from service.api.openapi import CSV_RESPONSE, error_responses, with_model_query
 from service.api.predict_route import PredictRoute
 from service.schemas.predict import PredictRequest, PredictResponse
 
-router = APIRouter(tags=["predict"], route_class=PredictRoute)
+#: Its own routes carry the key check: app.py puts them on the app's router, not included.
+router = APIRouter(
+    tags=["predict"], route_class=PredictRoute, dependencies=[Depends(require_api_key)]
+)
 
 CSV_BODY = "CSV with a header row of feature names; columns are put in the model's order."
 CSV_QUERY = {
