@@ -66,9 +66,10 @@ def envelope(response) -> dict:
     return body
 
 
-@pytest.fixture()
-def client(tmp_path) -> TestClient:
-    app = create_app(Settings(data_dir=tmp_path, max_body_mb=0.01))
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> TestClient:
+    """One app for the module (its tests change nothing): a small body cap and the probe routes."""
+    app = create_app(Settings(data_dir=tmp_path_factory.mktemp("app"), max_body_mb=0.01))
     app.include_router(probe)
     with TestClient(app, raise_server_exceptions=False) as test_client:
         yield test_client

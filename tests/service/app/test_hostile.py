@@ -14,6 +14,12 @@ CSV = {"Content-Type": "text/csv"}
 INT64_OVER = 2**63
 
 
+@pytest.fixture(scope="module")
+def client(module_client):
+    """One app for the module: its tests are refused, or train models of four features."""
+    return module_client
+
+
 def only_detail(response, status: int = 422) -> dict:
     """The one detail of an error envelope with ``status``."""
     assert response.status_code == status, response.text
