@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
@@ -21,12 +21,17 @@ def get_settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
-def get_store(request: Request) -> ModelStore:
-    """The model store (503 until it is usable)."""
-    store = getattr(request.app.state, "store", None)
+def store_of(state: Any) -> ModelStore:
+    """The model store of an app's ``state`` (503 until it is usable)."""
+    store = getattr(state, "store", None)
     if store is None:
         raise Unavailable("the model store is not available", headers=NOT_READY)
     return store
+
+
+def get_store(request: Request) -> ModelStore:
+    """The model store (503 until it is usable)."""
+    return store_of(request.app.state)
 
 
 def get_jobs(request: Request) -> JobQueue:

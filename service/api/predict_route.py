@@ -33,12 +33,11 @@ from typing import Any, TypeVar
 
 from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
+from starlette.datastructures import QueryParams
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from service.api.deps import get_store
-from service.api.envelope import request_id_of
+from service.api.deps import store_of
 from service.errors import ApiError, InvalidInput, detail
 from service.inference import predict as prediction
 from service.inference.limits import row_bytes
@@ -91,22 +90,74 @@ async def on_loop_when_cheap(
     return run()
 
 
-async def scored(request: Request, query: PredictQuery) -> dict[str, Any]:
+class Call:
+    """One predict request as the pipeline reads it: the ASGI scope, the body, and the three
+    headers it looks at, read in one pass over the scope (no ``Request`` or ``Headers`` object)."""
+
+    __slots__ = ("_query", "accept", "binary_length", "body", "content_type", "scope")
+
+    def __init__(self, scope: Scope, body: bytes) -> None:
+        self.scope, self.body = scope, body
+        self._query: QueryParams | None = None
+        found: dict[bytes, str] = {}
+        for key, value in scope["headers"]:
+            if key in _HEADERS and key not in found:
+                found[key] = value.decode("latin-1")
+        self.content_type = found.get(b"content-type")
+        self.accept = found.get(b"accept")
+        self.binary_length = found.get(v2_binary.HEADER_KEY)
+
+    @property
+    def query(self) -> QueryParams:
+        """The query string's parameters (parsed when first asked for)."""
+        if self._query is None:
+            self._query = QueryParams(self.scope.get("query_string", b""))
+        return self._query
+
+    @property
+    def state(self) -> Any:
+        """The app's state: settings, store, predict gate, batcher."""
+        return self.scope["app"].state
+
+    @property
+    def request_id(self) -> str:
+        """The id the request middleware gave this request."""
+        return self.scope.get("state", {}).get("request_id", "-")
+
+
+_HEADERS = frozenset({b"content-type", b"accept", v2_binary.HEADER_KEY})
+
+
+async def read_body(receive: Receive) -> bytes:
+    """The request's body: what the request middleware read and capped, handed on whole."""
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+async def scored(call: Call, query: PredictQuery) -> dict[str, Any]:
     """Our outputs for ``query`` (``inference.predict.score``): on the loop when the model is in
     memory and the work small, else in the thread pool; with micro-batching on, in the pool,
     where concurrent one-row requests can meet."""
-    state = request.app.state
-    store = get_store(request)
+    state = call.state
+    store = store_of(state)
+    batcher = state.predict_batcher
     run = functools.partial(
-        prediction.score, store, state.settings, state.predict_gate, query, state.predict_batcher
+        prediction.score, store, state.settings, state.predict_gate, query, batcher
     )
-    if state.predict_batcher is not None:
+    if batcher is not None:
         out = await run_in_threadpool(run)
     else:
         out = await on_loop_when_cheap(
             store, query.model, rows_shape(query), run, query.model_field
         )
-    request.state.model_id = out["model_id"]
+    call.scope["state"]["model_id"] = out["model_id"]
     return out
 
 
@@ -141,35 +192,31 @@ def _json_object(raw: bytes) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _binary_header(request: Request) -> str | None:
+def _binary_length(call: Call) -> str | None:
     """``Inference-Header-Content-Length``; 422 when a binary body comes without it."""
-    length = request.headers.get(v2_binary.HEADER)
-    if length is None and media_type(request.headers.get("content-type")) == BINARY_MEDIA_TYPE:
+    if call.binary_length is None and media_type(call.content_type) == BINARY_MEDIA_TYPE:
         problem = f"is required with {BINARY_MEDIA_TYPE}: {v2_binary.MEANING}"
         raise invalid(v2_binary.HEADER, problem, "bad header")
-    return length
+    return call.binary_length
 
 
-async def binary_infer(
-    request: Request, body: bytes, length: str, ref: str, field: str
-) -> Response:
+async def binary_infer(call: Call, length: str, ref: str, field: str) -> Response:
     """A V2 request with binary tensor data, answered as V2 (binary outputs when asked)."""
-    get_store(request)  # 503 before the body is looked at, as for every predict
+    store_of(call.state)  # 503 before the body is looked at, as for every predict
+    body = call.body
     query, v2_request = await off_loop_when_large(
         body, lambda: v2_binary.decode(body, length, ref, field)
     )
-    out = await scored(request, query)
-    return respond(v2_binary.answer(out, v2_request, request_id_of(request)))
+    out = await scored(call, query)
+    return respond(v2_binary.answer(out, v2_request, call.request_id))
 
 
-async def predict(request: Request) -> Response:
+async def predict(call: Call) -> Response:
     """``POST /predict``: every body it takes, by ``Content-Type`` and then by the body's keys."""
-    body = await request.body()
-    length = _binary_header(request)
+    body, content_type = call.body, call.content_type
+    length = _binary_length(call)
     if length is not None:
-        ref = require_model(request.query_params.get("model"))
-        return await binary_infer(request, body, length, ref, "model")
-    content_type = request.headers.get("content-type")
+        return await binary_infer(call, length, require_model(call.query.get("model")), "model")
     csv = is_csv(content_type)
     if not csv:
         query = ours.fast_body(body) if is_json(content_type) else None
@@ -177,45 +224,45 @@ async def predict(request: Request) -> Response:
             value = await off_loop_when_large(body, lambda: _json_object(body))
             fmt = sniff.body_format(value) if value is not None else None
             if fmt is not None:
-                ref = require_model(request.query_params.get("model"))
-                return await foreign(request, body, fmt, value, ref)
+                ref = require_model(call.query.get("model"))
+                return await foreign(call, fmt, value, ref)
     if csv:
-        store, params = request.app.state.store, request.query_params
-        query = await run_in_threadpool(csv_bodies.decode_predict, body, params, store)
+        store = call.state.store
+        query = await run_in_threadpool(csv_bodies.decode_predict, body, call.query, store)
     elif query is None:
         if not is_json(content_type) and (content_type is not None or body):
             raise unsupported(content_type, ACCEPTED)
         value = await off_loop_when_large(body, lambda: ours.json_value(body))
-        get_store(request)  # 503 before the fields are checked, as FastAPI's dependencies
+        store_of(call.state)  # 503 before the fields are checked, as FastAPI's dependencies
         query = await off_loop_when_large(body, lambda: ours.validate(value))
-    out = await scored(request, query)
-    return respond(ours.answer(out, request.headers.get("accept")))
+    out = await scored(call, query)
+    return respond(ours.answer(out, call.accept))
 
 
 async def foreign(
-    request: Request, body: bytes, fmt: str, value: dict[str, Any], ref: str, field: str = "model"
+    call: Call, fmt: str, value: dict[str, Any], ref: str, field: str = "model"
 ) -> Response:
     """Another server's JSON body (format ``fmt``, read as ``value``) scored with model ``ref``,
     answered in its own protocol's shape."""
-    get_store(request)
+    store_of(call.state)
     if fmt == sniff.V2:
         v2_binary.binary_outputs(value)  # its 422s first
-        query = await off_loop_when_large(body, lambda: v2.decode(value, ref, field))
-        out = await scored(request, query)
-        return respond(v2_binary.answer(out, value, request_id_of(request)))
-    query = await off_loop_when_large(body, lambda: mlflow.decode(fmt, value, ref, field))
-    return respond(mlflow.answer(await scored(request, query)))
+        query = await off_loop_when_large(call.body, lambda: v2.decode(value, ref, field))
+        out = await scored(call, query)
+        return respond(v2_binary.answer(out, value, call.request_id))
+    query = await off_loop_when_large(call.body, lambda: mlflow.decode(fmt, value, ref, field))
+    return respond(mlflow.answer(await scored(call, query)))
 
 
-async def infer(request: Request) -> Response:
+async def infer(call: Call) -> Response:
     """``POST /v2/models/{name}[/versions/{version}]/infer``: V2 tensors, JSON or binary."""
-    name, version = request.path_params["name"], request.path_params.get("version")
+    params = call.scope["path_params"]
+    name, version = params["name"], params.get("version")
     ref, field = (name, "name") if version is None else (f"{name}:{version}", "version")
-    body = await request.body()
-    length = _binary_header(request)
+    length = _binary_length(call)
     if length is not None:
-        return await binary_infer(request, body, length, ref, field)
-    content_type = request.headers.get("content-type")
+        return await binary_infer(call, length, ref, field)
+    body, content_type = call.body, call.content_type
     if not is_json(content_type) and (content_type is not None or body):
         raise unsupported(content_type, (JSON_MEDIA_TYPE,))
 
@@ -224,12 +271,12 @@ async def infer(request: Request) -> Response:
     def decode() -> tuple[PredictQuery, dict[str, Any]]:
         v2_request = validated(InferenceRequest, value).model_dump()
         v2_binary.binary_outputs(v2_request)
-        get_store(request)
+        store_of(call.state)
         return v2.decode(v2_request, ref, field), v2_request
 
     query, v2_request = await off_loop_when_large(body, decode)
-    out = await scored(request, query)
-    return respond(v2_binary.answer(out, v2_request, request_id_of(request)))
+    out = await scored(call, query)
+    return respond(v2_binary.answer(out, v2_request, call.request_id))
 
 
 HANDLERS = {"predict": predict, "infer": infer}
@@ -254,5 +301,5 @@ class PredictRoute(APIRoute):
         if scope["method"] not in self.methods:
             await super().handle(scope, receive, send)  # the 405 with Allow
             return
-        response = await self.serve(Request(scope, receive, send))
+        response = await self.serve(Call(scope, await read_body(receive)))
         await response(scope, receive, send)

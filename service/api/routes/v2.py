@@ -20,7 +20,7 @@ from service.api.binary_openapi import V2_ANSWER
 from service.api.content_types import BodyRoute
 from service.api.deps import StoreDep
 from service.api.openapi import error_responses
-from service.api.predict_route import PredictRoute, foreign
+from service.api.predict_route import Call, PredictRoute, foreign
 from service.errors import InvalidInput, detail
 from service.inference.signature import describe
 from service.schemas.v2 import (
@@ -164,7 +164,8 @@ async def invocations(
 ) -> Response:
     """MLflow scoring server's route: `dataframe_split`, `dataframe_records`, `instances`,
     `inputs` bodies; answers `{"predictions": [label, ...]}`."""
-    return await foreign(request, b"", _format(body, sniff.MLFLOW_KEYS), body, model)
+    call = Call(request.scope, b"")
+    return await foreign(call, _format(body, sniff.MLFLOW_KEYS), body, model)
 
 
 @compat_router.post(
@@ -176,4 +177,5 @@ async def v1_predict(
     body: Annotated[dict[str, Any], Body(examples=[{"instances": IRIS_ROWS}])],
 ) -> Response:
     """KServe V1 predict: `{"instances": [[...], ...]}` → `{"predictions": [label, ...]}`."""
-    return await foreign(request, b"", _format(body, ("instances", "inputs")), body, name, "name")
+    call = Call(request.scope, b"")
+    return await foreign(call, _format(body, ("instances", "inputs")), body, name, "name")
