@@ -10,6 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 
+from service.model_types import model_types
 from service.repository.tables import models
 from tests.service.conftest import BUCKET, train_body
 
@@ -78,3 +79,36 @@ def test_bytes_swapped_between_models_answer_409_artifact_refused(
     for r in predicts(s3_client, "x", iris[0][:3]):
         assert r.status_code == 409, r.text
         assert r.json()["code"] == "ARTIFACT_REFUSED"
+
+
+SMALL = {"mcmc_svm": {"n_draws": 20, "burn_in": 5, "n_chains": 1},
+         "spike_slab_svm": {"n_draws": 20, "burn_in": 5, "n_chains": 1}}  # fmt: skip
+
+
+@pytest.mark.parametrize("model_type", sorted(model_types()))
+def test_every_type_signed_before_binding_still_serves(make_client, iris, model_type):
+    """A row of the previous scheme (HMAC of the bytes alone) of every model type loads, predicts
+    as before and is re-signed under the bound scheme."""
+    client = make_client()
+    X, y = iris[0], (iris[1] == "setosa").astype(int)
+    body = {**train_body(X, y, model_type), "name": "old", "params": SMALL.get(model_type, {})}
+    r = client.post("/train", json=body)
+    assert r.status_code == 201, r.text
+    model_id = r.json()["model_id"]
+    store = client.app.state.store
+    before = client.post("/predict", json={"model": model_id, "X": X[:5].tolist()}).json()
+    blob = store.artifacts.get(model_id)
+    with store.db.write() as conn:
+        rec = json.loads(
+            conn.execute(select(models.c.record).where(models.c.model_id == model_id)).scalar()
+        )
+        rec["artifact_sha256"], rec["artifact_digest"] = store.signer.digest(blob), "hmac-sha256"
+        conn.execute(
+            update(models).where(models.c.model_id == model_id).values(record=json.dumps(rec))
+        )
+    store._records.clear()
+    forget(client)
+    again = client.post("/predict", json={"model": model_id, "X": X[:5].tolist()})
+    assert again.status_code == 200, again.text
+    assert again.json()["predictions"] == before["predictions"]
+    assert store.get_record(model_id)["artifact_digest"] == "hmac-sha256-v2"

@@ -96,6 +96,21 @@ def never_unpickled(monkeypatch: pytest.MonkeyPatch):
 
 
 # -- both rows and artifacts --------------------------------------------------------------------
+def test_a_planted_pickle_with_its_digest_in_its_row_is_never_unpickled(store, settings, tmp_path):
+    x = store.save(fitted(), record())["model_id"]
+    proof = tmp_path / "ran"
+    blob = planted_bytes(proof)
+    artifact(settings, x).write_bytes(blob)
+    for scheme, digest in (
+        ("sha256", hashlib.sha256(blob).hexdigest()),
+        ("hmac-sha256", hmac.new(b"a guessed key", blob, hashlib.sha256).hexdigest()),
+    ):
+        write_row(store, x, {**row(store, x), "artifact_sha256": digest, "artifact_digest": scheme})
+        with pytest.raises(ArtifactRefused):
+            restarted(settings).load(x)
+    assert not proof.exists()
+
+
 def test_signed_bytes_moved_to_another_models_row_are_refused(store, settings, never_unpickled):
     """Y's signed bytes and digest copied into X's row (the issue's lda record serving another
     model's bytes) fail X's signature, whatever the two types."""
