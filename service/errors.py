@@ -6,11 +6,12 @@ Hierarchy::
      ├── BadRequest              400 BAD_REQUEST (unparseable body)
      ├── Unauthorized            401 UNAUTHORIZED
      ├── NotFound                404 NOT_FOUND
+     │    └── ArtifactMissing    404 ARTIFACT_MISSING (a model's row is there, its artifact is not)
      ├── RequestTimeout          408 REQUEST_TIMEOUT (the body stopped arriving)
      ├── Conflict                409 CONFLICT (the model cannot do that)
      │    ├── TrainingCancelled  409 TRAINING_CANCELLED
      │    ├── NameSchemaConflict 409 NAME_SCHEMA_CONFLICT (a name keeps one type and feature set)
-     │    └── ArtifactRefused    409 ARTIFACT_REFUSED (integrity check failed; never unpickled)
+     │    └── ArtifactRefused    409 ARTIFACT_REFUSED (signature check failed; never unpickled)
      ├── PayloadTooLarge         413 PAYLOAD_TOO_LARGE
      ├── UnsupportedMediaType    415 UNSUPPORTED_MEDIA_TYPE (a body neither JSON nor CSV)
      ├── InvalidInput            422 INVALID_INPUT (fields or data)
@@ -121,6 +122,12 @@ class TrainingCancelled(Conflict):
     """The job was cancelled (``DELETE /jobs/{id}``) before it finished."""
 
     code = "TRAINING_CANCELLED"
+
+
+class ArtifactMissing(NotFound):
+    """A model's row exists but its artifact is not in the artifact store (deleted or lost)."""
+
+    code = "ARTIFACT_MISSING"
 
 
 class ArtifactRefused(Conflict):

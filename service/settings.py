@@ -40,8 +40,10 @@ class Settings(BaseSettings):
     )
     model_dir: Path | None = Field(
         None,
-        description="The file artifact folder; a folder of the pre-database layout "
-        "(`record.json`, `names.json`) is imported on first start, nothing lost.",
+        description="The file artifact folder. A folder of the pre-database layout "
+        "(`record.json`, `names.json`) is imported only when an operator runs "
+        "`bsvm-import-legacy` (never at start); it signs nothing, so its models with a plain "
+        "SHA-256 are listed but refused on load.",
         json_schema_extra={"shown_default": "`<data dir>/models`"},
     )
     api_keys: Annotated[list[str], NoDecode] = Field(
@@ -57,8 +59,9 @@ class Settings(BaseSettings):
     )
     signing_key: SecretStr | None = Field(
         None,
-        description="The key of the artifacts' HMAC-SHA256; artifacts are always signed, and a "
-        "row's digest is checked before any unpickling. Unset, the first start creates a random "
+        description="The key of the artifacts' HMAC-SHA256 (over the model's id, type and "
+        "features with the bytes); artifacts are always signed, and a row's signature is checked "
+        "before any unpickling. Unset, the first start creates a random "
         "32-byte key in `BSVM_SIGNING_KEY_FILE`.",
     )
     signing_key_file: Path | None = Field(

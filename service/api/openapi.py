@@ -27,10 +27,12 @@ _FASTAPI_422 = "#/components/schemas/HTTPValidationError"
 ERROR_DESCRIPTIONS = {
     400: "The body could not be parsed.",
     401: "Missing or invalid X-API-Key.",
-    404: "Unknown model, job or route.",
+    404: "Unknown model, job or route (ARTIFACT_MISSING: the model's artifact is gone from the "
+    "artifact store).",
     405: "Another method of this path; Allow lists them.",
     408: "The body stopped arriving for BSVM_BODY_TIMEOUT_S seconds.",
-    409: "The model cannot do that.",
+    409: "The model cannot do that (ARTIFACT_REFUSED: its artifact failed its signature check and "
+    "was not loaded).",
     413: "The body is larger than BSVM_MAX_BODY_MB.",
     415: "The body is neither application/json nor (where accepted) text/csv.",
     422: "Invalid fields or data.",

@@ -1,27 +1,31 @@
-"""Import a model folder of the pre-database layout into the registry, once, losing nothing.
+"""Import a model folder of the pre-database layout into the registry when an operator asks.
 
 The old layout kept ``<model_dir>/names.json`` (next versions and aliases) and, per model,
 ``m_<hex>/record.json`` beside ``m_<hex>/model.joblib``. The artifacts are already where the file
 artifact store looks for them, so only the rows are written: each record with its id and version,
-each name's next version, each alias. Records of the old default, a plain SHA-256, are signed on
-the way in — only when the artifact's bytes still match that SHA-256 — because the store trusts
-only its own HMAC; a record whose bytes do not match keeps its digest and is refused on load. The import is idempotent and marked done in
-``registry_meta``, so later starts skip the scan.
+each name's next version, each alias.
+
+The import never runs by itself (not at start, not because some marker is missing): an operator
+runs ``bsvm-import-legacy`` (or ``python -m service.repository.legacy``) once, with the server's
+settings. It signs nothing: every record keeps the digest it has, and loading checks it as it
+checks any row. A record signed by this server's key before identities were bound
+(``hmac-sha256``) loads once its bytes verify and its estimator matches the record, and is then
+re-signed; a record of the old default, a plain SHA-256, is refused on load, since anyone who can
+write the folder can write such a digest. Running it again adds nothing twice.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
+import argparse
 import json
 import logging
+import sys
 from pathlib import Path
 
-from sqlalchemy import insert, select
-
-from service.repository.registry import ModelRegistry, is_model_id, now_iso
-from service.repository.signing import Signer
-from service.repository.tables import settings_table
+from service.repository.opening import open_store
+from service.repository.registry import ModelRegistry, is_model_id
+from service.repository.signing import BOUND, UNBOUND
+from service.settings import Settings
 
 logger = logging.getLogger("service.repository.legacy")
 
@@ -30,29 +34,10 @@ NAMES = "names.json"
 ARTIFACT = "model.joblib"
 
 
-def _marker(folder: Path) -> str:
-    return "legacy_import:" + hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:40]
-
-
-def _signed(record: dict, artifact: Path, signer: Signer) -> dict:
-    """``record`` with its plain SHA-256 replaced by the HMAC, if the bytes still match it."""
-    if record.get("artifact_digest", "sha256") != "sha256":
-        return record
-    data = artifact.read_bytes()
-    if not hmac.compare_digest(hashlib.sha256(data).hexdigest(), record.get("artifact_sha256", "")):
-        logger.error("old model %s does not match its sha256; imported, refused on load", artifact)
-        return record
-    return {**record, "artifact_sha256": signer.digest(data), "artifact_digest": signer.algorithm}
-
-
-def import_folder(folder: Path, registry: ModelRegistry, signer: Signer) -> int:
+def import_folder(folder: Path, registry: ModelRegistry) -> int:
     """Rows for every complete old-layout model under ``folder``; how many were added."""
     if not folder.is_dir():
         return 0
-    key = _marker(folder)
-    with registry.db.read() as conn:
-        if conn.execute(select(settings_table.c.value).where(settings_table.c.key == key)).first():
-            return 0
     added = 0
     for entry in sorted(folder.iterdir()):
         record_path, artifact = entry / RECORD, entry / ARTIFACT
@@ -66,7 +51,12 @@ def import_folder(folder: Path, registry: ModelRegistry, signer: Signer) -> int:
         if record.get("model_id") != entry.name:
             logger.error("old model record %s names another id; not imported", record_path)
             continue
-        record = _signed(record, artifact, signer)
+        if record.get("artifact_digest", "sha256") not in (BOUND, UNBOUND):
+            logger.error(
+                "old model %s carries no signature of a server key (a plain sha256); imported, "
+                "refused on load: train it again",
+                entry.name,
+            )
         added += registry.import_record(record, artifact.stat().st_size)
     names_path = folder / NAMES
     if names_path.is_file():
@@ -82,8 +72,36 @@ def import_folder(folder: Path, registry: ModelRegistry, signer: Signer) -> int:
                     registry.set_alias(name, alias, int(version))
                 except Exception:
                     logger.warning("alias %s@%s -> %s not imported", name, alias, version)
-    with registry.db.write() as conn:
-        conn.execute(insert(settings_table).values(key=key, value=now_iso()))
     if added:
         logger.info("imported %d models from the model folder %s", added, folder)
     return added
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``bsvm-import-legacy [FOLDER]``: import the old-layout folder (default ``BSVM_MODEL_DIR``)."""
+    parser = argparse.ArgumentParser(
+        prog="bsvm-import-legacy",
+        description="Import a model folder of the pre-database layout (record.json, names.json) "
+        "into the registry of the server's settings (BSVM_* variables). The folder must be the "
+        "file artifact store's root. Signs nothing: models with a plain SHA-256 are listed but "
+        "refused on load.",
+    )
+    parser.add_argument("folder", nargs="?", type=Path, help="default: BSVM_MODEL_DIR")
+    args = parser.parse_args(argv)
+    settings = Settings()
+    folder = (args.folder or settings.models_path).resolve()
+    store = open_store(settings)
+    if not store.artifacts.local or Path(store.artifacts.root) != folder:
+        print(
+            f"{folder} is not the root of the artifact store ({store.artifacts.url}); "
+            "the import writes rows for artifacts already in place",
+            file=sys.stderr,
+        )
+        return 2
+    added = import_folder(folder, store.registry)
+    print(f"imported {added} models from {folder}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

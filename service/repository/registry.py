@@ -423,6 +423,20 @@ class ModelRegistry:
             self._insert_model(conn, full, artifact_bytes)
         return True
 
+    def replace_digest(self, model_id: str, digest: str, scheme: str) -> None:
+        """Record a new signature of ``model_id``'s unchanged artifact (re-signing, see the store)."""
+        with self.db.write() as conn:
+            row = conn.execute(select(models.c.record).where(models.c.model_id == model_id)).first()
+            if row is None:
+                return
+            record = {**json.loads(row.record), "artifact_sha256": digest}
+            record["artifact_digest"] = scheme
+            conn.execute(
+                update(models)
+                .where(models.c.model_id == model_id)
+                .values(record=json.dumps(record, sort_keys=True))
+            )
+
     def reserve_versions(self, name: str, next_version: int) -> None:
         """Make the next version of ``name`` at least ``next_version`` (the folder import)."""
         with self._write() as conn:

@@ -1,4 +1,15 @@
-"""Artifact signing: HMAC-SHA256 over the artifact bytes, and the key that every replica shares.
+"""Artifact signing: HMAC-SHA256 binding a model's identity to its bytes, and the shared key.
+
+Two schemes, named by a record's ``artifact_digest``:
+
+* ``hmac-sha256-v2`` (every save): HMAC-SHA256 under a key derived from the signing key, over a
+  domain tag, the length-prefixed canonical JSON of the model's identity (model id, model type,
+  feature count and names) and then the bytes. Bytes moved to another model's row, or a row whose
+  type or features were rewritten, fail it.
+* ``hmac-sha256`` (before): HMAC-SHA256 under the signing key itself over the bytes alone. Rows
+  signed so still verify; the store re-signs them under v2 once they verified and their
+  estimator matched the row (see ``ModelStore.load``). The derived key keeps the two apart: no v1
+  digest is ever a v2 digest of anything.
 
 The key is either given in the settings (``BSVM_SIGNING_KEY``, its UTF-8 bytes, so digests of the
 single-node store still verify) or read from a key file, created once with 32 random bytes and
@@ -11,11 +22,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import logging
 import os
 import secrets
 import time
 from pathlib import Path
+from typing import Any
 
 from service.repository.artifacts import fsync_dir
 
@@ -23,24 +36,52 @@ logger = logging.getLogger("service.repository.signing")
 
 KEY_BYTES = 32
 _READ_TRIES = 50
+UNBOUND = "hmac-sha256"
+"""The scheme before identities were bound: the bytes alone (still verified, then re-signed)."""
+BOUND = "hmac-sha256-v2"
+"""The scheme of every save: the model's identity and its bytes."""
+_V2_LABEL = b"bsvm artifact signature v2"
+
+
+def identity(model_id: str, record: dict[str, Any]) -> dict[str, Any]:
+    """What a v2 signature binds: the model id (the row's key) and the record's type and schema."""
+    return {
+        "model_id": model_id,
+        "model_type": record.get("model_type"),
+        "n_features": record.get("n_features"),
+        "feature_names": record.get("feature_names"),
+    }
 
 
 class Signer:
     """HMAC-SHA256 digests of artifacts under one key."""
 
-    algorithm = "hmac-sha256"
+    algorithm = BOUND
 
     def __init__(self, key: bytes) -> None:
         if not key:
             raise ValueError("signing key must not be empty")
         self._key = bytes(key)
+        self._bound_key = hmac.new(self._key, _V2_LABEL, hashlib.sha256).digest()
+
+    def bound_digest(self, data: bytes, who: dict[str, Any]) -> str:
+        """Hex v2 digest of ``data`` as the artifact of the model ``who`` (see ``identity``)."""
+        header = json.dumps(who, sort_keys=True, separators=(",", ":")).encode()
+        mac = hmac.new(self._bound_key, len(header).to_bytes(8, "big"), hashlib.sha256)
+        mac.update(header)
+        mac.update(data)
+        return mac.hexdigest()
+
+    def verify_bound(self, data: bytes, who: dict[str, Any], expected: str) -> bool:
+        """True when ``expected`` is the v2 digest of ``data`` for ``who`` (constant time)."""
+        return hmac.compare_digest(self.bound_digest(data, who), str(expected))
 
     def digest(self, data: bytes) -> str:
-        """Hex HMAC-SHA256 of ``data`` (RFC 2104 with SHA-256)."""
+        """Hex v1 digest: HMAC-SHA256 of ``data`` alone (RFC 2104 with SHA-256)."""
         return hmac.new(self._key, data, hashlib.sha256).hexdigest()
 
     def verify(self, data: bytes, expected: str) -> bool:
-        """True when ``expected`` is the digest of ``data`` (constant-time comparison)."""
+        """True when ``expected`` is the v1 digest of ``data`` (constant-time comparison)."""
         return hmac.compare_digest(self.digest(data), str(expected))
 
 

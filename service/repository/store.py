@@ -3,31 +3,40 @@
 ``save`` writes the artifact first (under a fresh model id) and then commits the row that gives it
 a version, so a model is visible only once both exist; if the row cannot be written the artifact
 is removed again (and the start-up sweep removes what a crash leaves). ``delete`` removes the row
-first and the artifact after. Every artifact is signed: its HMAC-SHA256 under the signing key
+first and the artifact after.
+
+Every artifact is signed (``service.repository.signing``): an HMAC-SHA256 under the signing key
 (``BSVM_SIGNING_KEY``, or a random key the first start writes to ``BSVM_SIGNING_KEY_FILE``, mode
-0600, outside the artifact store) is recorded in the row and checked against the bytes before they
-are unpickled; a mismatch is refused and logged, never loaded. A plain SHA-256 in a row proves
-nothing (anyone who can rewrite an artifact can rewrite its digest), so such rows are refused too. Loaded estimators are kept in an LRU
-bounded in bytes; artifacts never change under an id, so a replica may keep them for ever.
+0600, outside the artifact store) over the model's id, type and features and then its bytes, is
+recorded in the row and checked before the bytes are unpickled. A mismatch is refused (409
+``ARTIFACT_REFUSED``) and logged, never loaded; so are bytes moved from another model's row. A
+plain SHA-256 in a row proves nothing (anyone who can rewrite an artifact can rewrite its digest),
+so such rows are refused too. A row signed before identities were bound (``hmac-sha256``, the
+bytes alone) still loads once its bytes verify and the unpickled estimator is of the row's type
+and feature count, and is then re-signed under the bound scheme. An artifact that is not there at
+all is 404 ``ARTIFACT_MISSING``, not a refusal.
+
+Loaded estimators are kept in an LRU bounded in bytes; artifacts never change under an id, so a
+replica may keep them for ever.
 """
 
 from __future__ import annotations
 
-import hmac
 import io
 import logging
 import threading
 import uuid
-from typing import Any
+from typing import Any, NoReturn
 
 import joblib
 
-from service.errors import ArtifactRefused, NotFound
+from service.errors import ArtifactMissing, ArtifactRefused, NotFound
+from service.model_types import final_estimator, model_types
 from service.repository.artifacts import ArtifactStore
 from service.repository.cache import ModelCache
 from service.repository.database import Database
 from service.repository.registry import ModelRegistry, is_model_id
-from service.repository.signing import Signer, signing_key
+from service.repository.signing import BOUND, UNBOUND, Signer, identity, signing_key
 from service.settings import Settings
 
 logger = logging.getLogger("service.repository.store")
@@ -40,6 +49,20 @@ RECORD_CACHE_SIZE = 4096
 def new_model_id() -> str:
     """A fresh model id: ``m_`` and 32 hex digits."""
     return f"m_{uuid.uuid4().hex}"
+
+
+def estimator_mismatch(estimator: Any, record: dict[str, Any]) -> str | None:
+    """How an unpickled estimator differs from its row's model type and feature count; None if not."""
+    spec = model_types().get(str(record.get("model_type")))
+    model = final_estimator(estimator)
+    if spec is None or not isinstance(model, spec.estimator_class):
+        return f"it holds a {type(model).__name__}, not a {record.get('model_type')} model"
+    params = model.get_params() if hasattr(model, "get_params") else {}
+    if any(params.get(key) != value for key, value in spec.fixed.items()):
+        return f"its estimator is not set up as a {spec.model_type} model"
+    if getattr(estimator, "n_features_in_", None) != record.get("n_features"):
+        return f"it takes {getattr(estimator, 'n_features_in_', '?')} features, not {record.get('n_features')}"
+    return None
 
 
 class ModelStore:
@@ -129,9 +152,6 @@ class ModelStore:
         return self.cache.bytes_used
 
     # -- artifacts -----------------------------------------------------------------------------
-    def _digest(self, data: bytes) -> str:
-        return self.signer.digest(data)
-
     def save(
         self, estimator: Any, record: dict[str, Any], *, replace_schema: bool = False
     ) -> dict[str, Any]:
@@ -146,7 +166,7 @@ class ModelStore:
         model_id = new_model_id()
         full = {
             **record,
-            "artifact_sha256": self._digest(data),
+            "artifact_sha256": self.signer.bound_digest(data, identity(model_id, record)),
             "artifact_digest": self.digest_alg,
             "artifact_bytes": len(data),
         }
@@ -160,31 +180,68 @@ class ModelStore:
         return saved
 
     def load(self, model_id: str) -> Any:
-        """The fitted estimator of ``model_id``: from the cache, or the store after its check."""
+        """The fitted estimator of ``model_id``: from the cache, or the store after its check.
+
+        404 ``ARTIFACT_MISSING`` when the row is there but the artifact is not; 409
+        ``ARTIFACT_REFUSED`` when the artifact fails its signature (never unpickled then).
+        """
         cached = self.cache.get(model_id)
         if cached is not None:
             return cached
         record = self.registry.get_record(model_id)
         try:
             data = self.artifacts.get(model_id)
-        except (FileNotFoundError, ValueError):
-            data = b""
-        expected = str(record.get("artifact_sha256", ""))
-        if record.get("artifact_digest", "sha256") != self.digest_alg or not hmac.compare_digest(
-            self._digest(data), expected
-        ):
+        except FileNotFoundError:
             logger.error(
-                "artifact of model %s failed its %s check; refused, not loaded",
+                "artifact of model %s is missing from the artifact store",
                 model_id,
-                self.digest_alg,
                 extra={"fields": {"model_id": model_id}},
             )
-            raise ArtifactRefused(
-                f"the artifact of model {model_id} failed its integrity check and was not loaded"
-            )
-        estimator = joblib.load(io.BytesIO(data))
+            raise ArtifactMissing(
+                f"model {model_id} is registered but its artifact is missing from the artifact "
+                "store; it cannot be served (restore the object or train the model again)"
+            ) from None
+        scheme = record.get("artifact_digest", "sha256")
+        expected = str(record.get("artifact_sha256", ""))
+        if scheme == BOUND:
+            verified = self.signer.verify_bound(data, identity(model_id, record), expected)
+        elif scheme == UNBOUND:
+            verified = self.signer.verify(data, expected)
+        else:
+            verified = False
+        if not verified:
+            self._refuse(model_id, f"failed its {scheme} check")
+        estimator = joblib.load(io.BytesIO(data))  # bytes this server signed: safe to unpickle
+        if scheme == UNBOUND:
+            problem = estimator_mismatch(estimator, record)
+            if problem:
+                self._refuse(model_id, f"does not match its row: {problem}")
+            self._bind(model_id, record, data)
         self.cache.put(model_id, estimator, len(data))
         return estimator
+
+    @staticmethod
+    def _refuse(model_id: str, why: str) -> NoReturn:
+        logger.error(
+            "artifact of model %s %s; refused, not loaded",
+            model_id,
+            why,
+            extra={"fields": {"model_id": model_id}},
+        )
+        raise ArtifactRefused(
+            f"the artifact of model {model_id} failed its integrity check and was not loaded"
+        )
+
+    def _bind(self, model_id: str, record: dict[str, Any], data: bytes) -> None:
+        """Re-sign a verified v1 row under the bound scheme (a failed write only waits for later)."""
+        digest = self.signer.bound_digest(data, identity(model_id, record))
+        try:
+            self.registry.replace_digest(model_id, digest, BOUND)
+        except Exception:
+            logger.warning("model %s not re-signed yet", model_id, exc_info=True)
+            return
+        with self._records_lock:
+            self._records.pop(model_id, None)
 
     def delete(self, model_id: str) -> None:
         """Delete a model: its row, its aliases, its cache entry, then its artifact."""

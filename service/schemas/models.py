@@ -140,9 +140,14 @@ class ModelRecord(BaseModel):
     created_at: str = Field(description="UTC time of storage, ISO 8601.")
     random_state: int | None = Field(None, description="Seed the fit used.")
     artifact_sha256: str = Field(
-        description="Hex HMAC-SHA256 of the artifact under the server's signing key (see artifact_digest)."
+        description="Hex HMAC-SHA256 of the artifact under the server's signing key (see "
+        "artifact_digest)."
     )
-    artifact_digest: str = Field(description="'sha256', or 'hmac-sha256' with a signing key.")
+    artifact_digest: str = Field(
+        description="'hmac-sha256-v2': the signature binds the model id, type and features to "
+        "the bytes; 'hmac-sha256' (models saved before, re-signed once loaded): the bytes alone; "
+        "'sha256' (a pre-database folder's default): no signature, refused on load."
+    )
     artifact_bytes: int
     has_probabilities: bool
     has_posterior: bool

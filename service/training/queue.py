@@ -50,6 +50,7 @@ from service.repository.jobs import JobStore, new_job_id
 from service.settings import Settings
 from service.training.executors import Executor
 from service.training.payload import decode_task, encode_task
+from service.training.search_request import timeout_detail
 from service.training.tasks import TrainTask, build_record
 from service.training.worker import Outcome
 
@@ -365,7 +366,7 @@ class JobQueue:
         elif outcome.status == "timeout":
             error = TrainingTimeout(
                 outcome.message,
-                [detail("X", "fit took too long: send fewer rows or lower max_iter")],
+                [timeout_detail(task.search, task.cv)],
             )
         elif outcome.status == "memory":
             error = TrainingOutOfMemory(

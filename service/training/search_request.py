@@ -87,3 +87,17 @@ def selection_plan(
     search = {"grid": grid, "candidates": cands, "scoring": request.search_scoring,
               "k": search_k, "random_state": seed}  # fmt: skip
     return cv, search
+
+
+def timeout_detail(search: dict[str, Any] | None, cv: dict[str, int] | None) -> Any:
+    """What to lower when a training ran past ``BSVM_TRAIN_TIMEOUT_S``: the search's size when one
+    ran (candidates × folds, plus the final fit and any cross-validation of it), else the data."""
+    if not search:
+        return detail("X", "fit took too long: send fewer rows or lower max_iter")
+    n, k = len(search["candidates"]), int(search["k"])
+    fits = n * k + 1 + (int(cv["k"]) if cv else 0)
+    return detail(
+        "search",
+        f"fit took too long: the search fits {n} candidates on {k} folds, {fits} fits in all; "
+        "search fewer values or folds, send fewer rows or lower max_iter",
+    )

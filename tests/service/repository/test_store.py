@@ -12,7 +12,7 @@ import pytest
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sqlalchemy import update
 
-from service.errors import ArtifactRefused, InvalidInput, NotFound
+from service.errors import ArtifactMissing, ArtifactRefused, InvalidInput, NotFound
 from service.logs import JsonFormatter
 from service.repository.opening import open_store
 from service.repository.registry import is_model_id
@@ -45,6 +45,21 @@ def artifact_path(settings: Settings, model_id: str):
     return settings.models_path / model_id / "model.joblib"
 
 
+def bound_digest(key: bytes, model_id: str, rec: dict, blob: bytes) -> str:
+    """The v2 signature, written out here independently of service.repository.signing."""
+    derived = hmac.new(key, b"bsvm artifact signature v2", hashlib.sha256).digest()
+    who = {
+        "feature_names": rec.get("feature_names"),
+        "model_id": model_id,
+        "model_type": rec["model_type"],
+        "n_features": rec.get("n_features"),
+    }
+    header = json.dumps(who, sort_keys=True, separators=(",", ":")).encode()
+    return hmac.new(
+        derived, len(header).to_bytes(8, "big") + header + blob, hashlib.sha256
+    ).hexdigest()
+
+
 def test_save_writes_the_artifact_then_a_row(store, settings):
     rec = store.save(fitted(), record())
     folder = settings.models_path / rec["model_id"]
@@ -53,8 +68,8 @@ def test_save_writes_the_artifact_then_a_row(store, settings):
     on_disk = store.get_record(rec["model_id"])
     key = settings.signing_key_path.read_bytes()  # generated on first start: always signed
     blob = (folder / "model.joblib").read_bytes()
-    assert on_disk["artifact_sha256"] == hmac.new(key, blob, hashlib.sha256).hexdigest()
-    assert on_disk["artifact_digest"] == "hmac-sha256" and on_disk["version"] == 1
+    assert on_disk["artifact_sha256"] == bound_digest(key, rec["model_id"], on_disk, blob)
+    assert on_disk["artifact_digest"] == "hmac-sha256-v2" and on_disk["version"] == 1
     assert not [p for p in settings.models_path.rglob("*") if p.name.startswith(".tmp")]
 
 
@@ -135,7 +150,7 @@ def test_tampered_artifact_is_refused_and_never_unpickled(store, settings, monke
     assert line["model_id"] == rec["model_id"] and line["level"] == "ERROR"
 
 
-def test_truncated_or_missing_artifact_is_refused(store, settings):
+def test_a_truncated_artifact_is_refused_a_missing_one_is_missing(store, settings):
     rec = store.save(fitted(), record())
     store.cache.clear()
     path = artifact_path(settings, rec["model_id"])
@@ -143,16 +158,18 @@ def test_truncated_or_missing_artifact_is_refused(store, settings):
     with pytest.raises(ArtifactRefused):
         store.load(rec["model_id"])
     path.unlink()
-    with pytest.raises(ArtifactRefused):
+    with pytest.raises(ArtifactMissing) as info:
         store.load(rec["model_id"])
+    assert info.value.status_code == 404 and info.value.code == "ARTIFACT_MISSING"
+    assert rec["model_id"] in info.value.message and "missing" in info.value.message
 
 
 def test_signing_key_records_an_hmac_checked_on_load(settings):
     signed = reopen(settings, signing_key="k1")
     rec = signed.save(fitted(), record())
     artifact = artifact_path(settings, rec["model_id"]).read_bytes()
-    assert rec["artifact_digest"] == "hmac-sha256"
-    assert rec["artifact_sha256"] == hmac.new(b"k1", artifact, hashlib.sha256).hexdigest()
+    assert rec["artifact_digest"] == "hmac-sha256-v2"
+    assert rec["artifact_sha256"] == bound_digest(b"k1", rec["model_id"], rec, artifact)
     assert reopen(settings, signing_key="k1").load(rec["model_id"])
     for other in (reopen(settings, signing_key="k2"), reopen(settings)):  # reopen: generated key
         with pytest.raises(ArtifactRefused):
@@ -170,6 +187,7 @@ def test_a_replaced_artifact_with_a_rewritten_digest_is_never_unpickled(
     for alg, digest in (
         ("sha256", hashlib.sha256(path.read_bytes()).hexdigest()),
         ("hmac-sha256", hmac.new(b"guess", path.read_bytes(), hashlib.sha256).hexdigest()),
+        ("hmac-sha256-v2", bound_digest(b"guess", rec["model_id"], rec, path.read_bytes())),
     ):
         with store.db.write() as conn:
             forged = {**store.get_record(rec["model_id"]), "artifact_sha256": digest}
@@ -209,42 +227,6 @@ def test_loaded_models_are_bounded_in_bytes(settings):
     for model_id in ids:
         store.load(model_id)
     assert store.cached_count == 2 and ids[0] not in store.cache and ids[2] in store.cache
-
-
-def test_a_model_folder_of_the_old_layout_is_imported_once(tmp_path):
-    """record.json + names.json folders (the store before the database) lose nothing."""
-    models = tmp_path / "models"
-    old = {}
-    for i, name in enumerate(["a", "a", "b"]):
-        est = fitted(i)
-        model_id = "m_" + f"{i + 1:032x}"
-        folder = models / model_id
-        folder.mkdir(parents=True)
-        data = joblib.dump(est, folder / "model.joblib")
-        blob = (folder / "model.joblib").read_bytes()
-        rec = {
-            **record(name, f"2026-01-0{i + 1}T00:00:00"),
-            "model_id": model_id,
-            "version": 1 + (i == 1),
-            "artifact_sha256": hashlib.sha256(blob).hexdigest(),  # the old default: no key
-            "artifact_digest": "sha256",
-            "artifact_bytes": len(blob),
-        }
-        (folder / "record.json").write_text(json.dumps(rec))
-        old[model_id] = (est, data)
-    names = {"a": {"next_version": 5, "aliases": {"stable": 1}}, "b": {"next_version": 2}}
-    (models / "names.json").write_text(json.dumps(names))
-    settings = Settings(data_dir=tmp_path, log_level="warning")
-    store = open_store(settings)
-    items, total = store.list_records()
-    assert total == 3 and {r["model_id"] for r in items} == set(old)
-    assert store.resolve("a@stable") == "m_" + f"{1:032x}"
-    assert store.resolve("a") == "m_" + f"{2:032x}"
-    X = np.random.default_rng(5).normal(size=(4, 3))
-    for model_id, (est, _) in old.items():
-        np.testing.assert_array_equal(store.load(model_id).predict(X), est.predict(X))
-    assert store.save(fitted(9), record("a"))["version"] == 5
-    assert reopen(settings).list_records()[1] == 4  # a second start imports nothing twice
 
 
 def test_delete_removes_files_cache_and_aliases(store, settings):

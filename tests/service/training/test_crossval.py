@@ -14,6 +14,7 @@ from sklearn.preprocessing import StandardScaler
 from bsvm_core import LDA, LinearSVM
 from service.model_types import model_types
 from service.training.crossval import cross_validate, fold_indices, grid_search
+from service.training.search_request import timeout_detail
 from service.training.selection import run_model_selection
 from service.training.tasks import TrainTask
 from tests.service.conftest import train_body
@@ -167,3 +168,26 @@ def test_folds_are_stratified_k_fold(cancer):
     ref = StratifiedKFold(4, shuffle=True, random_state=9).split(np.zeros(len(y)), y)
     for (a, b), (c, d) in zip(ours, ref, strict=True):
         assert np.array_equal(a, c) and np.array_equal(b, d)
+
+
+def test_a_search_past_the_training_timeout_names_its_size(make_client):
+    """A synchronous search stopped at BSVM_TRAIN_TIMEOUT_S says how many fits it asked for."""
+    client = make_client(train_timeout_s=1.0)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(4000, 10))
+    y = (X[:, 0] + rng.normal(scale=2.0, size=4000) > 0).astype(int)
+    body = train_body(X, y, "kernel_svm", search={"C": [0.1, 1.0, 10.0, 100.0]},
+                      evaluation={"cv": 5})  # fmt: skip
+    r = client.post("/train", json=body)
+    assert r.status_code == 422 and r.json()["code"] == "TRAINING_TIMEOUT", r.text
+    [hint] = r.json()["details"]
+    assert hint["field"] == "search"
+    assert "4 candidates on 5 folds, 26 fits in all" in hint["problem"]
+
+
+def test_a_timeout_without_a_search_names_the_data() -> None:
+    assert timeout_detail(None, {"k": 5}).field == "X"
+    assert (
+        "3 candidates on 4 folds, 13 fits"
+        in timeout_detail({"candidates": [{}, {}, {}], "k": 4}, None).problem
+    )
