@@ -377,7 +377,7 @@ class JobQueue:
                 logger.warning("job %s was taken over by another process; result dropped", job_id)
                 return
             if outcome.status == "succeeded" and (kept or outcome.result) is not None:
-                self._save(running, task, outcome, kept)
+                outcome.status = self._save(running, task, outcome, kept)
             else:
                 self._conclude(job_id, task, outcome)
         except Exception:
@@ -394,8 +394,9 @@ class JobQueue:
     # -- storing a fitted model ----------------------------------------------------------------
     def _save(
         self, running: _Running, task: TrainTask, outcome: Outcome, kept: PendingSave | None
-    ) -> None:
-        """Store the fitted model; on a transient fault keep it and retry with backoff.
+    ) -> str:
+        """Store the fitted model; on a transient fault keep it and retry with backoff. How the
+        job ended (``succeeded``, ``failed``, ``cancelled``), for the metrics.
 
         The model id is chosen once (``prepare``, or the one kept in the job's row), the artifact
         put is idempotent, and the model row commits in one transaction with the job's end, so a
@@ -416,7 +417,7 @@ class JobQueue:
             except Exception:
                 logger.exception("the model of job %s could not be serialised", job_id)
                 self._end(running, "failed", TrainingFailed("the fitted model could not be saved"))
-                return
+                return "failed"
         else:
             pending = kept
         background = bool(task.meta.get("background", True))
@@ -434,22 +435,20 @@ class JobQueue:
                     ),
                 )
             except JobLost:  # taken over or cancelled meanwhile; the row was rolled back
-                self._after_lost(running, pending, in_row)
-                return
+                return self._after_lost(running, pending, in_row)
             except ApiError as exc:  # e.g. the name took another type meanwhile
                 self._end(running, "failed", exc)
-                return
+                return "failed"
             except Exception as exc:
                 backend = backend_down(exc)
-                if backend is None:
+                if backend is None:  # save_prepared removed what it wrote
                     logger.exception("storing the model of job %s failed", job_id)
-                    self.store.discard_artifact(pending.model_id)
                     self._end(
                         running,
                         "failed",
                         TrainingFailed("the model was fitted but could not be stored"),
                     )
-                    return
+                    return "failed"
                 failures += 1
                 logger.warning(
                     "job %s: the %s is unreachable while storing model %s (attempt %d): %s",
@@ -461,19 +460,18 @@ class JobQueue:
                     extra={"fields": {"job_id": job_id, "model_id": pending.model_id}},
                 )
                 if self._ended_with(job_id, pending.model_id):
-                    return  # the commit went through; only its answer was lost
+                    return "succeeded"  # the commit went through; only its answer was lost
                 if background and not in_row:
                     in_row = self._keep(running, pending)
                 if running.cancel.is_set():
-                    self._after_lost(running, pending, in_row)
-                    return
+                    return self._after_lost(running, pending, in_row)
                 if time.monotonic() >= deadline:
                     self._give_up(running, pending, backend, background)
-                    return
+                    return "failed"
                 running.cancel.wait(min(pause, max(deadline - time.monotonic(), 0.0)))
                 pause = min(pause * 2, SAVE_BACKOFF_S[1])
             else:
-                return
+                return "succeeded"
 
     def _keep(self, running: _Running, pending: PendingSave) -> bool:
         """Keep the fitted model in the job's row; False when the database cannot take it now."""
@@ -493,20 +491,21 @@ class JobQueue:
             return False
         return state == ("succeeded", model_id)
 
-    def _after_lost(self, running: _Running, pending: PendingSave, in_row: bool) -> None:
+    def _after_lost(self, running: _Running, pending: PendingSave, in_row: bool) -> str:
         """The job stopped being ours while storing, or was cancelled: record the cancel, and
         remove the artifact unless the job ended with this very model or another process took
         the job over with the model kept in its row (it stores it under the same id)."""
         job_id = running.job_id
         if self._ended_with(job_id, pending.model_id):
-            return
+            return "succeeded"
         if not running.lost:  # a cancel request, not a takeover
             self.store.discard_artifact(pending.model_id)
             self._end(running, "cancelled", TrainingCancelled("the training was cancelled"))
-            return
+            return "cancelled"
         logger.warning("job %s was taken over while storing its model; left to its owner", job_id)
         if not in_row:  # the new owner fits again and stores under an id of its own
             self.store.discard_artifact(pending.model_id)
+        return "cancelled"
 
     def _give_up(
         self, running: _Running, pending: PendingSave, backend: str, background: bool
@@ -523,7 +522,12 @@ class JobQueue:
                 "send the training again later"
             )
         logger.error("job %s: %s", running.job_id, message)
-        self.store.discard_artifact(pending.model_id)  # the sweep removes it if this fails
+        try:  # a commit whose answer was lost has a row: then the artifact is the model's
+            rowless = not self.store.has_row(pending.model_id)
+        except Exception:
+            rowless = False  # the sweep removes it once it has no row
+        if rowless:
+            self.store.discard_artifact(pending.model_id)
         self._end(running, "failed", unavailable(backend, message))
 
     def _end(self, running: _Running, status: str, error: ApiError) -> None:
