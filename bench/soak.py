@@ -10,6 +10,12 @@ by model id or by name), ~10% reads (``GET /jobs/{id}`` of a background training
 
     .venv/bin/python -m bench.soak --seconds 60 --clients 50
 
+``--model-cache-mb 64`` is the small-cache mode: the server's ``BSVM_MODEL_CACHE_MB`` is set to
+it, a third of the trainings are bulky MCMC SVMs (about 3.5 MiB each, ``BULKY``), and predicts also
+ask for the models trained during the soak, so the cache fills past its cap and keeps evicting
+and loading again. The cache's bytes (``bsvm_models_cached_bytes``) are sampled with the RSS; the
+report says their peak against the cap.
+
 Exits 1 when any answer was a 5xx or a transport error.
 """
 
@@ -41,7 +47,10 @@ TRAIN_TYPES = {
     "kernel_svm": {"C": 1.0, "kernel": "rbf"},
     "em_svm": {"nu": 1.0, "alpha": 1.0},
 }
+BULKY = {"n_draws": 4000, "burn_in": 50, "n_chains": 4}
+"""An MCMC SVM on iris keeping 16,000 draws per one-vs-rest problem: an artifact of about 3.5 MiB."""
 REQUEST_TIMEOUT_S = 120.0
+CACHED_BYTES = "bsvm_models_cached_bytes"
 
 
 @dataclass
@@ -51,6 +60,8 @@ class Tally:
     latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     statuses: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
     jobs: list[str] = field(default_factory=list)
+    trained: list[str] = field(default_factory=list)
+    """Model ids trained during the soak (small-cache mode: predicts ask for them too)."""
     total: int = 0
 
 
@@ -73,14 +84,21 @@ def rss_mb(pid: int) -> tuple[float, float]:
     return own / 2**20, (own + children) / 2**20
 
 
-def train_request(rng: random.Random, X: np.ndarray, y: np.ndarray) -> tuple[str, dict]:
-    """A training of a random type on iris (or a binary subset for EM), a third in background."""
-    model_type = rng.choice(sorted(TRAIN_TYPES))
+def train_request(
+    rng: random.Random, X: np.ndarray, y: np.ndarray, bulky: bool = False
+) -> tuple[str, dict]:
+    """A training of a random type on iris (or a binary subset for EM), a third in background;
+    with ``bulky`` a third are MCMC SVMs of about 3.5 MiB."""
+    if bulky and rng.random() < 1 / 3:
+        model_type, params = "mcmc_svm", {**BULKY, "random_state": rng.randrange(2**31)}
+    else:
+        model_type = rng.choice(sorted(TRAIN_TYPES))
+        params = TRAIN_TYPES[model_type]
     Xt, yt = (X[:100], y[:100]) if model_type == "em_svm" else (X, y)
     body = {
         "model_type": model_type,
         "name": f"soak-{model_type}",
-        "params": TRAIN_TYPES[model_type],
+        "params": params,
         "X": Xt.tolist(),
         "y": yt.tolist(),
         "background": rng.random() < 1 / 3,
@@ -95,17 +113,18 @@ async def one_request(
     models: list[str],
     X: np.ndarray,
     y: np.ndarray,
+    bulky: bool = False,
 ) -> None:
     """Draw one request from the mix, send it, record kind, status and latency."""
     draw = rng.random()
     if draw < 0.05:
-        kind, body = train_request(rng, X, y)
+        kind, body = train_request(rng, X, y, bulky)
         call = client.post("/train", json=body)
     elif draw < 0.90:
         kind = "predict"
         rows = rng.randint(1, 100)
         start = rng.randrange(0, len(X) - rows + 1)
-        model = rng.choice(models)
+        model = rng.choice(tally.trained if bulky and tally.trained and draw < 0.5 else models)
         body = {"model": model, "X": X[start : start + rows].tolist()}
         call = client.post("/predict", json=body)
     elif draw < 0.95 and tally.jobs:
@@ -120,6 +139,8 @@ async def one_request(
         status = str(response.status_code)
         if kind == "train_bg" and response.status_code == 202:
             tally.jobs.append(response.json()["job_id"])
+        elif kind == "train" and response.status_code == 201:
+            tally.trained.append(response.json()["model_id"])
     except httpx.HTTPError as exc:
         status = type(exc).__name__
     tally.latencies[kind].append(time.perf_counter() - started)
@@ -136,33 +157,50 @@ async def client_loop(
     models: list[str],
     X: np.ndarray,
     y: np.ndarray,
+    bulky: bool = False,
 ) -> None:
     """One client: requests back to back until the deadline or the request budget."""
     rng = random.Random(seed)
     async with httpx.AsyncClient(base_url=base_url, timeout=REQUEST_TIMEOUT_S) as client:
         while time.monotonic() < deadline and tally.total < max_requests:
-            await one_request(client, rng, tally, models, X, y)
+            await one_request(client, rng, tally, models, X, y, bulky)
 
 
-async def sample_rss(pid: int, stop: asyncio.Event, samples: list[tuple[float, float, float]]):
-    """(seconds since start, server RSS, server + children RSS) every second until ``stop``."""
+async def cached_mb(client: httpx.AsyncClient) -> float:
+    """The server's ``bsvm_models_cached_bytes`` in MiB (NaN when it cannot be read)."""
+    with contextlib.suppress(httpx.HTTPError):
+        for line in (await client.get("/metrics")).text.splitlines():
+            if line.startswith(CACHED_BYTES + " "):
+                return float(line.split()[1]) / 2**20
+    return float("nan")
+
+
+async def sample_rss(
+    pid: int, stop: asyncio.Event, samples: list[tuple[float, float, float, float]], base_url: str
+):
+    """(seconds since start, server RSS, server + children RSS, model cache MiB) every second
+    until ``stop``."""
     started = time.monotonic()
-    while not stop.is_set():
-        own, total = rss_mb(pid)
-        samples.append((time.monotonic() - started, own, total))
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), 1.0)
+    async with httpx.AsyncClient(base_url=base_url, timeout=REQUEST_TIMEOUT_S) as client:
+        while not stop.is_set():
+            own, total = rss_mb(pid)
+            samples.append((time.monotonic() - started, own, total, await cached_mb(client)))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 1.0)
 
 
 async def run_load(args: argparse.Namespace, base_url: str, pid: int, models: list[str]):
     """All clients plus the RSS sampler; returns the tally and the RSS samples."""
     X, y = load_iris(return_X_y=True)
     tally, samples, stop = Tally(), [], asyncio.Event()
-    sampler = asyncio.create_task(sample_rss(pid, stop, samples))
+    sampler = asyncio.create_task(sample_rss(pid, stop, samples, base_url))
     deadline = time.monotonic() + args.seconds
+    bulky = args.model_cache_mb is not None
     await asyncio.gather(
         *(
-            client_loop(base_url, args.seed + i, deadline, args.max_requests, tally, models, X, y)
+            client_loop(
+                base_url, args.seed + i, deadline, args.max_requests, tally, models, X, y, bulky
+            )
             for i in range(args.clients)
         )
     )
@@ -235,6 +273,16 @@ def report(tally: Tally, samples: list, args: argparse.Namespace, pinned: bool) 
     slope, sd = slope_mb_per_min(samples, 1)
     drift = abs(slope) * (samples[-1][0] / 2) / 60
     verdict = "flat (within noise)" if drift <= max(3 * sd, 1.0) else "GROWING"
+    cache = [s[3] for s in samples if s[3] == s[3]]
+    if args.model_cache_mb is not None and cache:
+        over = max(cache) > args.model_cache_mb
+        bad += int(over)
+        print()
+        print(
+            f"model cache: cap {args.model_cache_mb:g} MiB, peak {max(cache):.1f} MiB, end "
+            f"{cache[-1]:.1f} MiB ({'OVER THE CAP' if over else 'under the cap'}); "
+            f"{len(tally.trained)} synchronous trainings stored during the soak"
+        )
     print()
     print(
         f"server RSS over the second half: {drift:.2f} MiB drift vs {sd:.2f} MiB noise: {verdict}; "
@@ -249,12 +297,21 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--max-requests", type=int, default=500_000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--model-cache-mb",
+        type=float,
+        default=None,
+        help="small-cache mode: BSVM_MODEL_CACHE_MB, bulky trainings, predicts of new models",
+    )
     args = parser.parse_args()
     pinned = len(os.sched_getaffinity(0)) >= 2 and {SERVER_CORE, LOAD_CORE} <= os.sched_getaffinity(
         0
     )
     with tempfile.TemporaryDirectory(prefix="bsvm-soak-") as data_dir:
-        server, base_url = start_server(Path(data_dir), core=SERVER_CORE if pinned else None)
+        extra = {} if args.model_cache_mb is None else {"model_cache_mb": str(args.model_cache_mb)}
+        server, base_url = start_server(
+            Path(data_dir), core=SERVER_CORE if pinned else None, **extra
+        )
         try:
             if pinned:
                 pin({LOAD_CORE})

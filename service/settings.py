@@ -113,6 +113,15 @@ class Settings(BaseSettings):
         "queued again once, then failed (`TRAINING_ABANDONED`).",
     )
     job_ttl_s: float = Field(3600.0, gt=0, description="Finished jobs are forgotten after this.")
+    save_retry_s: float = Field(
+        600.0,
+        ge=0.0,
+        description="A background training whose fit succeeded but whose model could not be "
+        "stored (the artifact store or the database unreachable) keeps the fitted model (in its "
+        "job's row, or in memory while the database is down) and retries the save with backoff "
+        "for this long, then fails with the reason. A synchronous training answers 503 "
+        "(`STORE_UNAVAILABLE` or `DATABASE_UNAVAILABLE`, with `Retry-After`) instead of waiting.",
+    )
     sweep_grace_s: float = Field(
         3600.0,
         ge=0.0,

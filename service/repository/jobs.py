@@ -1,7 +1,9 @@
 """Training jobs in the database: the rows ``service.training.queue`` dispatches.
 
 A job row goes ``queued → running → succeeded | failed | cancelled``; its task (``job_payloads``)
-is deleted when it ends. Every change of status is a compare-and-set ``UPDATE ... WHERE status =
+is deleted when it ends, and so is the fitted model a failed save left in ``job_results`` (kept
+there while the save is retried, so that the process that takes the job over after a crash stores
+it instead of fitting again). Every change of status is a compare-and-set ``UPDATE ... WHERE status =
 expected``, so one job has one owner and ends once, whichever process gets there first. A running
 job belongs to the process whose lease (``lease_expires``, epoch seconds) it holds.
 """
@@ -14,12 +16,12 @@ import time
 import uuid
 from typing import Any
 
-from sqlalchemy import and_, delete, func, insert, select, update
+from sqlalchemy import Connection, and_, delete, func, insert, select, update
 
 from service.errors import ApiError, Busy
 from service.repository.database import Database
 from service.repository.registry import now_iso
-from service.repository.tables import job_payloads, jobs
+from service.repository.tables import job_payloads, job_results, jobs
 
 JOB_ID_PATTERN = r"^j_[0-9a-f]{32}$"
 _JOB_ID_RE = re.compile(JOB_ID_PATTERN)
@@ -55,6 +57,10 @@ def _error_json(error: ApiError) -> str:
             "details": [d.model_dump() for d in error.details],
         }
     )
+
+
+class JobLost(Exception):
+    """The job is no longer this owner's running job (taken over, cancelled or purged)."""
 
 
 class JobStore:
@@ -209,8 +215,76 @@ class JobStore:
                 .values(**values)
             ).rowcount
             if done:
-                conn.execute(delete(job_payloads).where(job_payloads.c.job_id == job_id))
+                self._drop_task(conn, job_id)
         return bool(done)
+
+    @staticmethod
+    def _drop_task(conn: Connection, job_id: str) -> None:
+        """Delete what an ended job no longer needs: its task and any kept model."""
+        conn.execute(delete(job_payloads).where(job_payloads.c.job_id == job_id))
+        conn.execute(delete(job_results).where(job_results.c.job_id == job_id))
+
+    def finish_saved(self, conn: Connection, job_id: str, owner: str, model_id: str) -> None:
+        """In the transaction that adds the model row: ``owner``'s running job ends ``succeeded``
+        with ``model_id``; JobLost (rolling the row back) when it is not ``owner``'s any more."""
+        done = conn.execute(
+            update(jobs)
+            .where(and_(jobs.c.job_id == job_id, jobs.c.status == "running"))
+            .where(jobs.c.owner == owner)
+            .values(
+                status="succeeded",
+                finished_at=now_iso(),
+                ended=time.time(),
+                lease_expires=None,
+                model_id=model_id,
+                progress=1.0,
+            )
+        ).rowcount
+        if not done:
+            raise JobLost(job_id)
+        self._drop_task(conn, job_id)
+
+    # -- fitted models whose save is retried ---------------------------------------------------
+    def keep_result(
+        self, job_id: str, owner: str, model_id: str, record: dict[str, Any], data: bytes
+    ) -> bool:
+        """Keep a fitted model in ``owner``'s running job (once); False when not its job."""
+        with self.db.write() as conn:
+            mine = conn.execute(
+                select(jobs.c.job_id)
+                .where(and_(jobs.c.job_id == job_id, jobs.c.status == "running"))
+                .where(jobs.c.owner == owner)
+            ).first()
+            if mine is None:
+                return False
+            held = conn.execute(
+                select(job_results.c.job_id).where(job_results.c.job_id == job_id)
+            ).first()
+            if held is None:
+                conn.execute(
+                    insert(job_results).values(
+                        job_id=job_id,
+                        model_id=model_id,
+                        record=json.dumps(record),
+                        data=data,
+                        stored_at=time.time(),
+                    )
+                )
+        return True
+
+    def kept_result(self, job_id: str) -> tuple[str, dict[str, Any], bytes] | None:
+        """The fitted model kept in ``job_id``: its model id, record and bytes; None if none."""
+        with self.db.read() as conn:
+            row = conn.execute(select(job_results).where(job_results.c.job_id == job_id)).first()
+        return None if row is None else (row.model_id, json.loads(row.record), bytes(row.data))
+
+    def ended_with(self, job_id: str) -> tuple[str, str | None] | None:
+        """``(status, model_id)`` of ``job_id``; None when it does not exist."""
+        with self.db.read() as conn:
+            row = conn.execute(
+                select(jobs.c.status, jobs.c.model_id).where(jobs.c.job_id == job_id)
+            ).first()
+        return None if row is None else (row.status, row.model_id)
 
     # -- lost owners and old jobs --------------------------------------------------------------
     def requeue_expired(self, now: float, max_attempts: int) -> tuple[int, list[str]] | None:
@@ -239,6 +313,7 @@ class JobStore:
         with self.db.write() as conn:
             old = select(jobs.c.job_id).where(ended)
             conn.execute(delete(job_payloads).where(job_payloads.c.job_id.in_(old)))
+            conn.execute(delete(job_results).where(job_results.c.job_id.in_(old)))
             conn.execute(delete(jobs).where(ended))
 
     def release(self, owner: str) -> None:

@@ -21,7 +21,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -379,12 +379,21 @@ class ModelRegistry:
         artifact_bytes: int,
         *,
         replace_schema: bool = False,
+        then: Callable[[Connection, dict[str, Any]], None] | None = None,
     ) -> dict[str, Any]:
-        """Insert the row of a stored artifact, with the next version of its name; its record."""
+        """Insert the row of a stored artifact, with the next version of its name; its record.
+
+        ``then(conn, record)`` runs last in the same transaction (its writes commit with the row;
+        what it raises rolls the row back). Idempotent: when ``model_id`` already has its row (a
+        retry after a commit whose answer was lost), that row's record is returned.
+        """
         name = check_name(record["name"])
         for attempt in range(5):
             try:
                 with self._write() as conn:
+                    row = conn.execute(select(models).where(models.c.model_id == model_id)).first()
+                    if row is not None:
+                        return self._records(conn, [row])[0]
                     self._ensure_name(conn, name)
                     self._claim_schema(conn, name, record, replace_schema)
                     version = conn.execute(
@@ -398,6 +407,8 @@ class ModelRegistry:
                     full.pop("aliases", None)
                     self._insert_model(conn, full, artifact_bytes)
                     self._insert_tags(conn, model_id, full.get("tags") or {})
+                    if then is not None:
+                        then(conn, full)
                 return {**full, "aliases": []}
             except IntegrityError:
                 # two first trainings of a new name raced to create it: the loser retries

@@ -2,7 +2,10 @@
 
 ``save`` writes the artifact first (under a fresh model id) and then commits the row that gives it
 a version, so a model is visible only once both exist; if the row cannot be written the artifact
-is removed again (and the start-up sweep removes what a crash leaves). ``delete`` removes the row
+is removed again (and the start-up sweep removes what a crash leaves). The job queue saves in two
+steps, ``prepare`` (bytes, digest, a model id chosen once) and ``save_prepared`` (idempotent: the
+same bytes already under the id, or the row already there, count as done), so that it can retry a
+save that met a store or database outage without ever storing a model twice. ``delete`` removes the row
 first and the artifact after.
 
 Every artifact is signed (``service.repository.signing``): an HMAC-SHA256 under the signing key
@@ -22,19 +25,24 @@ replica may keep them for ever.
 
 from __future__ import annotations
 
+import hmac
 import io
 import logging
 import threading
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import joblib
+from sqlalchemy import Connection
 
 from service.errors import ArtifactMissing, ArtifactRefused, NotFound
 from service.model_types import final_estimator, model_types
-from service.repository.artifacts import ArtifactStore
+from service.repository.artifacts import ArtifactExists, ArtifactStore
 from service.repository.cache import ModelCache
 from service.repository.database import Database
+from service.repository.faults import backend_down
 from service.repository.registry import ModelRegistry, is_model_id
 from service.repository.signing import BOUND, UNBOUND, Signer, identity, signing_key
 from service.settings import Settings
@@ -63,6 +71,17 @@ def estimator_mismatch(estimator: Any, record: dict[str, Any]) -> str | None:
     if getattr(estimator, "n_features_in_", None) != record.get("n_features"):
         return f"it takes {getattr(estimator, 'n_features_in_', '?')} features, not {record.get('n_features')}"
     return None
+
+
+@dataclass
+class PendingSave:
+    """A fitted model ready to store: its id (chosen once), its record with the digest, its
+    signed bytes and, in the process that fitted it, the estimator (for the cache)."""
+
+    model_id: str
+    record: dict[str, Any]
+    data: bytes
+    estimator: Any = None
 
 
 class ModelStore:
@@ -160,6 +179,16 @@ class ModelStore:
         A name keeps the model type and feature set of its first model unless ``replace_schema``
         (409 ``NAME_SCHEMA_CONFLICT`` otherwise).
         """
+        pending = self.prepare(estimator, record)
+        try:
+            return self.save_prepared(pending, replace_schema=replace_schema)
+        except BaseException as exc:
+            if backend_down(exc) is not None:  # save_prepared kept it for a retry: none comes
+                self.discard_artifact(pending.model_id)
+            raise
+
+    def prepare(self, estimator: Any, record: dict[str, Any]) -> PendingSave:
+        """A save without I/O yet: the bytes, signed, under a model id chosen now, once."""
         buffer = io.BytesIO()
         joblib.dump(estimator, buffer)
         data = buffer.getvalue()
@@ -170,14 +199,67 @@ class ModelStore:
             "artifact_digest": self.digest_alg,
             "artifact_bytes": len(data),
         }
-        self.artifacts.put(model_id, data)
+        return PendingSave(model_id, full, data, estimator)
+
+    def pending_from(self, model_id: str, record: dict[str, Any], data: bytes) -> PendingSave:
+        """A save kept in a job's row, taken up again; refused (409) unless the bytes still carry
+        the digest this server signed: a row's bytes are never signed anew."""
+        expected = str(record.get("artifact_sha256", ""))
+        if record.get("artifact_digest") != BOUND or not self.signer.verify_bound(
+            data, identity(model_id, record), expected
+        ):
+            raise ArtifactRefused(
+                f"the kept model {model_id} of this training failed its integrity check"
+            )
+        return PendingSave(model_id, record, data, None)
+
+    def save_prepared(
+        self,
+        pending: PendingSave,
+        *,
+        replace_schema: bool = False,
+        then: Callable[[Connection, dict[str, Any]], None] | None = None,
+    ) -> dict[str, Any]:
+        """Store ``pending``: its artifact (again: idempotent), then its row; the record.
+
+        ``then(conn, record)`` runs in the row's transaction (a job marking itself done), so the
+        row and what ``then`` writes commit together or not at all. On a transient failure
+        (``faults.backend_down``) the artifact is left in place for the retry, since the row may
+        have been committed before the connection broke; on any other failure it is removed.
+        """
+        model_id, data = pending.model_id, pending.data
+        self._put_once(model_id, data)
         try:
-            saved = self.registry.add(model_id, full, len(data), replace_schema=replace_schema)
-        except BaseException:
-            self.artifacts.delete(model_id)
+            saved = self.registry.add(
+                model_id, pending.record, len(data), replace_schema=replace_schema, then=then
+            )
+        except BaseException as exc:
+            if backend_down(exc) is None:
+                self.discard_artifact(model_id)
             raise
-        self.cache.put(model_id, estimator, len(data))
+        if pending.estimator is not None:
+            self.cache.put(model_id, pending.estimator, len(data))
         return saved
+
+    def _put_once(self, model_id: str, data: bytes) -> None:
+        """Put the artifact; an earlier attempt's identical bytes under the id count as put."""
+        try:
+            self.artifacts.put(model_id, data)
+        except ArtifactExists:
+            if not hmac.compare_digest(self.artifacts.get(model_id), data):
+                raise
+            logger.info("artifact of %s was already stored by an earlier attempt", model_id)
+
+    def discard_artifact(self, model_id: str) -> None:
+        """Remove the artifact of a save that was given up (the sweep does it if this fails)."""
+        try:
+            self.artifacts.delete(model_id)
+        except Exception:
+            logger.warning("artifact of unsaved model %s not removed", model_id, exc_info=True)
+
+    def has_row(self, model_id: str) -> bool:
+        """True when the registry holds a row for ``model_id``."""
+        return bool(self.registry.existing([model_id]))
 
     def load(self, model_id: str) -> Any:
         """The fitted estimator of ``model_id``: from the cache, or the store after its check.

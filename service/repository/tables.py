@@ -1,4 +1,5 @@
-"""The registry's tables (SQLAlchemy Core): models, names, aliases, jobs and their payloads.
+"""The registry's tables (SQLAlchemy Core): models, names, aliases, jobs, their payloads and the
+fitted models of jobs whose save is being retried (``job_results``).
 
 A model row is written in the same transaction that allocates its version, after its artifact is
 stored, so a model is visible only once both are committed. ``UNIQUE (name, version)`` guards the
@@ -97,6 +98,16 @@ job_payloads = Table(
     metadata,
     Column("job_id", String(34), ForeignKey("jobs.job_id", ondelete="CASCADE"), primary_key=True),
     Column("data", LargeBinary, nullable=False, doc="The task: npz arrays + JSON, no pickle."),
+)
+
+job_results = Table(
+    "job_results",
+    metadata,
+    Column("job_id", String(34), ForeignKey("jobs.job_id", ondelete="CASCADE"), primary_key=True),
+    Column("model_id", String(34), nullable=False, doc="Chosen once for the job's model."),
+    Column("record", Text, nullable=False, doc="The model record as JSON, digest included."),
+    Column("data", LargeBinary, nullable=False, doc="The signed artifact bytes."),
+    Column("stored_at", Float, nullable=False, doc="Epoch seconds of the first failed save."),
 )
 
 settings_table = Table(

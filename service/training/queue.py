@@ -19,6 +19,14 @@ fit that itself kills its server (memory) would take down one replica after anot
 loss fails the job with a clear error instead.
 
 A synchronous ``POST /train`` is a job like any other: the request waits for its row to end.
+
+Storing the fitted model (``_save``): the model id is chosen once, the artifact put is
+idempotent, and the model row commits in the transaction that ends the job, so nothing is ever
+stored twice. When the artifact store or the database is unreachable (``repository.faults``), a
+training acknowledged with 202 keeps its fitted model (in ``job_results``, or in memory while the
+database is down), frees its fitting slot and retries with backoff for ``save_retry_s``, then
+fails naming the back end; whoever runs the job after a crash stores the kept model instead of
+fitting again. A synchronous training retries for ``SYNC_SAVE_RETRY_S`` and then answers 503.
 Leases compare wall clocks of different hosts: keep them in sync (NTP) well within ``job_lease_s``.
 """
 
@@ -42,11 +50,14 @@ from service.errors import (
     TrainingFailed,
     TrainingOutOfMemory,
     TrainingTimeout,
+    Unavailable,
     detail,
 )
 from service.model_types import ModelTypes
 from service.repository.database import Database
-from service.repository.jobs import JobStore, new_job_id
+from service.repository.faults import DATABASE, STORE, backend_down
+from service.repository.jobs import RETRY_AFTER_S, JobLost, JobStore, new_job_id
+from service.repository.store import PendingSave
 from service.settings import Settings
 from service.training.executors import Executor
 from service.training.payload import decode_task, encode_task
@@ -61,6 +72,11 @@ TICK_S = 0.25
 MAX_ATTEMPTS = 2
 PURGE_EVERY_S = 10.0
 WAIT_POLL_S = 0.05
+SYNC_SAVE_RETRY_S = 3.0
+"""How long a synchronous training retries its save before answering 503 (its client retries)."""
+SAVE_BACKOFF_S = (0.5, 30.0)
+"""First and longest pause between two attempts of a failed save (doubling in between)."""
+UNAVAILABLE = {DATABASE: "DATABASE_UNAVAILABLE", STORE: "STORE_UNAVAILABLE"}
 
 
 ERRORS: dict[str, type[ApiError]] = {
@@ -76,9 +92,22 @@ ERRORS: dict[str, type[ApiError]] = {
 }
 
 
+def unavailable(backend: str, message: str) -> ApiError:
+    """503 naming the back end that is down (``STORE_UNAVAILABLE``, ``DATABASE_UNAVAILABLE``)."""
+    return Unavailable(
+        message,
+        code=UNAVAILABLE.get(backend, "UNAVAILABLE"),
+        headers={"Retry-After": str(RETRY_AFTER_S)},
+    )
+
+
 def error_of(view: dict[str, Any]) -> ApiError:
     """The ``ApiError`` a finished job's stored error stands for."""
     error = view.get("error") or {}
+    if error.get("code") in UNAVAILABLE.values():
+        return unavailable(
+            STORE if error["code"] == "STORE_UNAVAILABLE" else DATABASE, error["message"]
+        )
     cls = ERRORS.get(error.get("code", ""), TrainingFailed)
     exc = cls(error.get("message", "the training ended without a model"))
     exc.details = [detail(d["field"], d["problem"]) for d in error.get("details", [])]
@@ -94,6 +123,8 @@ class _Running:
     cancel: threading.Event
     progress: float = 0.1
     lost: bool = False
+    saving: bool = False
+    """The fit is over and its model is being stored: the job no longer takes a fitting slot."""
 
 
 class JobQueue:
@@ -226,17 +257,30 @@ class JobQueue:
 
     def _claim(self) -> None:
         """Take queued jobs, oldest first, while this process has free slots."""
-        while len(self._running) < self.settings.train_concurrency and not self._stop.is_set():
+        while self._fitting() < self.settings.train_concurrency and not self._stop.is_set():
             claimed = self.job_store.claim_oldest(self.owner, self.settings.job_lease_s)
             if claimed is None:
                 return
             self._start(*claimed)
 
+    def _fitting(self) -> int:
+        """Jobs of this process still fitting (those storing their model take no slot)."""
+        with self._lock:
+            return sum(not r.saving for r in self._running.values())
+
     def _start(self, job_id: str, data: bytes | None) -> None:
+        kept: PendingSave | None = None
         try:
             if data is None:
                 raise KeyError("payload missing")
             task = decode_task(data, self.model_types)
+            held = self.job_store.kept_result(job_id)
+            if held is not None:  # fitted before its last owner stopped: store it, fit nothing
+                kept = self.store.pending_from(*held)
+        except ApiError as exc:  # the kept bytes failed their check
+            logger.error("job %s: %s", job_id, exc.message)
+            self.job_store.finish_if(job_id, "running", "failed", exc)
+            return
         except Exception:
             logger.exception("job %s cannot be read back; failed", job_id)
             self.job_store.finish_if(
@@ -246,9 +290,9 @@ class JobQueue:
                 TrainingFailed("the job's task could not be read (unknown model type?)"),
             )
             return
-        running = _Running(job_id, threading.Event())
+        running = _Running(job_id, threading.Event(), saving=kept is not None)
         thread = threading.Thread(
-            target=self._run, args=(running, task), name=f"train-{job_id}", daemon=True
+            target=self._run, args=(running, task, kept), name=f"train-{job_id}", daemon=True
         )
         with self._lock:
             self._running[job_id] = running
@@ -312,24 +356,31 @@ class JobQueue:
     def _progress(self, running: _Running, fraction: float) -> None:
         running.progress = max(running.progress, min(float(fraction), 0.99))
 
-    def _run(self, running: _Running, task: TrainTask) -> None:
+    def _run(self, running: _Running, task: TrainTask, kept: PendingSave | None = None) -> None:
         started = time.monotonic()
         job_id = running.job_id
-        try:
-            outcome = self.executor.run(
-                task,
-                timeout_s=self.settings.train_timeout_s,
-                cancelled=running.cancel,
-                on_progress=lambda f: self._progress(running, f),
-            )
-        except Exception:
-            logger.exception("training job %s could not run its worker", job_id)
-            outcome = Outcome("failed", message="the worker process could not be started")
+        if kept is not None:
+            outcome = Outcome("succeeded")
+            logger.warning("job %s: storing the model its last owner fitted", job_id)
+        else:
+            try:
+                outcome = self.executor.run(
+                    task,
+                    timeout_s=self.settings.train_timeout_s,
+                    cancelled=running.cancel,
+                    on_progress=lambda f: self._progress(running, f),
+                )
+            except Exception:
+                logger.exception("training job %s could not run its worker", job_id)
+                outcome = Outcome("failed", message="the worker process could not be started")
         try:
             if running.lost:
                 logger.warning("job %s was taken over by another process; result dropped", job_id)
                 return
-            self._conclude(job_id, task, outcome)
+            if outcome.status == "succeeded" and (kept or outcome.result) is not None:
+                outcome.status = self._save(running, task, outcome, kept)
+            else:
+                self._conclude(job_id, task, outcome)
         except Exception:
             logger.exception("job %s could not be concluded", job_id)
         finally:
@@ -341,29 +392,168 @@ class JobQueue:
                 label = outcome.status if outcome.status != "invalid" else "failed"
                 self.metrics.record_training(task.model_type, label, time.monotonic() - started)
 
-    def _conclude(self, job_id: str, task: TrainTask, outcome: Outcome) -> None:
-        if outcome.status == "succeeded" and outcome.result is not None:
+    # -- storing a fitted model ----------------------------------------------------------------
+    def _save(
+        self, running: _Running, task: TrainTask, outcome: Outcome, kept: PendingSave | None
+    ) -> str:
+        """Store the fitted model; on a transient fault keep it and retry with backoff. How the
+        job ended (``succeeded``, ``failed``, ``cancelled``), for the metrics.
+
+        The model id is chosen once (``prepare``, or the one kept in the job's row), the artifact
+        put is idempotent, and the model row commits in one transaction with the job's end, so a
+        retry, a crash or a takeover never stores a model twice. A background training (it was
+        acknowledged with 202) retries for ``save_retry_s``, first keeping the fitted model in
+        its job's row (so a replica that takes the job over stores it without fitting again); a
+        synchronous one for ``SYNC_SAVE_RETRY_S``, then 503 (its client is there to retry).
+        """
+        job_id = running.job_id
+        running.saving = True
+        self._wake.set()  # the fitting slot is free
+        if kept is None:
+            assert outcome.result is not None
             try:
-                record = self.store.save(
-                    outcome.result.estimator,
-                    build_record(task, outcome.result),
-                    replace_schema=bool(task.meta.get("replace_schema")),
+                pending = self.store.prepare(
+                    outcome.result.estimator, build_record(task, outcome.result)
                 )
-            except ApiError as exc:  # e.g. the name took another type meanwhile
-                error: ApiError = exc
             except Exception:
-                logger.exception("storing the model of job %s failed", job_id)
-                error = TrainingFailed("the model was fitted but could not be stored")
-            else:
-                self.job_store.finish_if(
-                    job_id, "running", "succeeded", model_id=record["model_id"]
+                logger.exception("the model of job %s could not be serialised", job_id)
+                self._end(running, "failed", TrainingFailed("the fitted model could not be saved"))
+                return "failed"
+        else:
+            pending = kept
+        background = bool(task.meta.get("background", True))
+        budget = self.settings.save_retry_s if background else SYNC_SAVE_RETRY_S
+        deadline = time.monotonic() + min(budget, self.settings.save_retry_s)
+        pause, in_row = SAVE_BACKOFF_S[0], kept is not None
+        failures = 0
+        while True:
+            try:
+                self.store.save_prepared(
+                    pending,
+                    replace_schema=bool(task.meta.get("replace_schema")),
+                    then=lambda conn, record: self.job_store.finish_saved(
+                        conn, job_id, self.owner, record["model_id"]
+                    ),
                 )
+            except JobLost:  # taken over or cancelled meanwhile; the row was rolled back
+                return self._after_lost(running, pending, in_row)
+            except ApiError as exc:  # e.g. the name took another type meanwhile
+                self._end(running, "failed", exc)
+                return "failed"
+            except Exception as exc:
+                backend = backend_down(exc)
+                if backend is None:  # save_prepared removed what it wrote
+                    logger.exception("storing the model of job %s failed", job_id)
+                    self._end(
+                        running,
+                        "failed",
+                        TrainingFailed("the model was fitted but could not be stored"),
+                    )
+                    return "failed"
+                failures += 1
+                logger.warning(
+                    "job %s: the %s is unreachable while storing model %s (attempt %d): %s",
+                    job_id,
+                    backend,
+                    pending.model_id,
+                    failures,
+                    exc,
+                    extra={"fields": {"job_id": job_id, "model_id": pending.model_id}},
+                )
+                if self._ended_with(job_id, pending.model_id):
+                    return "succeeded"  # the commit went through; only its answer was lost
+                if background and not in_row:
+                    in_row = self._keep(running, pending)
+                if running.cancel.is_set():
+                    return self._after_lost(running, pending, in_row)
+                if time.monotonic() >= deadline:
+                    self._give_up(running, pending, backend, background)
+                    return "failed"
+                running.cancel.wait(min(pause, max(deadline - time.monotonic(), 0.0)))
+                pause = min(pause * 2, SAVE_BACKOFF_S[1])
+            else:
+                return "succeeded"
+
+    def _keep(self, running: _Running, pending: PendingSave) -> bool:
+        """Keep the fitted model in the job's row; False when the database cannot take it now."""
+        try:
+            return self.job_store.keep_result(
+                running.job_id, self.owner, pending.model_id, pending.record, pending.data
+            )
+        except Exception as exc:
+            logger.warning("job %s: model kept in memory only (%s)", running.job_id, exc)
+            return False
+
+    def _ended_with(self, job_id: str, model_id: str) -> bool:
+        """True when the job already ended ``succeeded`` with ``model_id`` (False if unknown)."""
+        try:
+            state = self.job_store.ended_with(job_id)
+        except Exception:
+            return False
+        return state == ("succeeded", model_id)
+
+    def _after_lost(self, running: _Running, pending: PendingSave, in_row: bool) -> str:
+        """The job stopped being ours while storing, or was cancelled: record the cancel, and
+        remove the artifact unless the job ended with this very model or another process took
+        the job over with the model kept in its row (it stores it under the same id)."""
+        job_id = running.job_id
+        if self._ended_with(job_id, pending.model_id):
+            return "succeeded"
+        if not running.lost:  # a cancel request, not a takeover
+            self.store.discard_artifact(pending.model_id)
+            self._end(running, "cancelled", TrainingCancelled("the training was cancelled"))
+            return "cancelled"
+        logger.warning("job %s was taken over while storing its model; left to its owner", job_id)
+        if not in_row:  # the new owner fits again and stores under an id of its own
+            self.store.discard_artifact(pending.model_id)
+        return "cancelled"
+
+    def _give_up(
+        self, running: _Running, pending: PendingSave, backend: str, background: bool
+    ) -> None:
+        """The back end stayed down past the retry budget: fail the job with the reason."""
+        if background:
+            message = (
+                f"the model was fitted but the {backend} stayed unreachable for "
+                f"{self.settings.save_retry_s:g} s (BSVM_SAVE_RETRY_S); send the training again"
+            )
+        else:
+            message = (
+                f"the model was fitted but the {backend} is unreachable, so it was not stored; "
+                "send the training again later"
+            )
+        logger.error("job %s: %s", running.job_id, message)
+        try:  # a commit whose answer was lost has a row: then the artifact is the model's
+            rowless = not self.store.has_row(pending.model_id)
+        except Exception:
+            rowless = False  # the sweep removes it once it has no row
+        if rowless:
+            self.store.discard_artifact(pending.model_id)
+        self._end(running, "failed", unavailable(backend, message))
+
+    def _end(self, running: _Running, status: str, error: ApiError) -> None:
+        """End the job as ``status``, retrying the write while the database is down (until the
+        job is taken over, which the heartbeat notices once the database answers again)."""
+        pause = SAVE_BACKOFF_S[0]
+        while not running.lost and not self._stop.is_set():
+            try:
+                self.job_store.finish_if(running.job_id, "running", status, error)
                 return
-        elif outcome.status == "cancelled":
+            except Exception as exc:
+                if backend_down(exc) is None:
+                    raise
+                logger.warning("job %s: its end cannot be written yet: %s", running.job_id, exc)
+            self._stop.wait(pause)
+            pause = min(pause * 2, SAVE_BACKOFF_S[1])
+
+    def _conclude(self, job_id: str, task: TrainTask, outcome: Outcome) -> None:
+        """End a job whose fit did not produce a model."""
+        error: ApiError
+        if outcome.status == "cancelled":
             error = TrainingCancelled("the training was cancelled")
             self.job_store.finish_if(job_id, "running", "cancelled", error)
             return
-        elif outcome.status == "timeout":
+        if outcome.status == "timeout":
             error = TrainingTimeout(
                 outcome.message,
                 [timeout_detail(task.search, task.cv)],
@@ -386,6 +576,8 @@ class JobQueue:
         """Stop claiming, stop this process's fits and put their jobs back in the queue."""
         self._stop.set()
         self._wake.set()
+        if self._dispatcher.is_alive():  # first: a job it is claiming now is then in the list
+            self._dispatcher.join(timeout=wait_s)
         with self._lock:
             mine = list(self._running.values())
             threads = list(self._threads.values())
@@ -394,7 +586,7 @@ class JobQueue:
             running.cancel.set()
         for thread in threads:
             thread.join(timeout=wait_s)
-        if self._dispatcher.is_alive():
-            self._dispatcher.join(timeout=wait_s)
-        if mine:
+        try:
             self.job_store.release(self.owner)
+        except Exception:  # the database is down: the leases expire and the jobs run elsewhere
+            logger.warning("could not put this process's jobs back in the queue", exc_info=True)

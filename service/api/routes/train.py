@@ -75,8 +75,10 @@ def train(
             task.model_type,
             {"n_features": int(task.X.shape[1]), "feature_names": task.meta["feature_names"]},
         )
+    background = wants_async(body, prefer)
+    task.meta["background"] = background  # a failed save is retried long only when acknowledged
     job = jobs.submit(task)
-    if wants_async(body, prefer):
+    if background:
         return JSONResponse(
             JobView(**job).model_dump(),
             status_code=202,

@@ -1,4 +1,5 @@
-"""ModelCache: an LRU bounded in bytes, safe to share between threads."""
+"""ModelCache: an LRU bounded in bytes, safe to share between threads, and under its cap in an app
+that keeps training and loading models."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import threading
 import pytest
 
 from service.repository.cache import ModelCache
+from tests.service.conftest import train_body
 
 
 def test_get_put_and_accounting() -> None:
@@ -99,3 +101,31 @@ def test_threads_keep_the_bound_and_the_accounting() -> None:
     held = [key for key in sizes if key in cache]
     assert cache.count == len(held)
     assert cache.bytes_used == sum(sizes[key] for key in held) <= cache.max_bytes
+
+
+def test_the_cache_stays_under_its_cap_while_models_keep_being_trained_and_loaded(
+    make_client, iris
+) -> None:
+    """A small ``BSVM_MODEL_CACHE_MB`` in a whole app: every new model and every reload of an
+    evicted one keeps the cache's bytes (and the metric) within the cap."""
+    X, y = iris
+    cap = int(0.05 * 2**20)  # about four kernel SVMs of iris (~12 kB each)
+    client = make_client(model_cache_mb=0.05)
+    store = client.app.state.store
+    trained: list[str] = []
+    rows = {"X": X[::15].tolist()}
+    for i in range(12):
+        body = train_body(X, y, "kernel_svm", name="cap", params={"C": 0.5 + i})
+        answer = client.post("/train", json=body)
+        assert answer.status_code == 201, answer.text
+        trained.append(answer.json()["model_id"])
+        for model_id in (trained[-1], trained[i // 2], trained[0]):  # new, older, oldest
+            assert client.post("/predict", json={"model": model_id, **rows}).status_code == 200
+            assert store.cached_bytes <= cap
+        gauge = next(
+            line
+            for line in client.get("/metrics").text.splitlines()
+            if line.startswith("bsvm_models_cached_bytes ")
+        )
+        assert float(gauge.split()[1]) <= cap
+    assert 0 < store.cached_count < len(trained)  # it evicted, and reloaded what was asked
