@@ -26,6 +26,7 @@ from service.errors import ArtifactRefused, NotFound
 from service.repository.artifacts import ArtifactStore
 from service.repository.cache import ModelCache
 from service.repository.database import Database
+from service.repository.faults import CHECK_TIMEOUT_S, BoundedCheck, run_checks
 from service.repository.registry import ModelRegistry, is_model_id
 from service.repository.signing import Signer, signing_key
 from service.settings import Settings
@@ -55,11 +56,17 @@ class ModelStore:
 
     def __init__(self, settings: Settings, db: Database) -> None:
         self.db = db
-        self.registry = ModelRegistry(db)
+        self.registry = ModelRegistry(db, stale_if_error_s=settings.stale_if_error_s)
         self.artifacts = ArtifactStore(
-            settings.artifacts_url, endpoint_url=settings.s3_endpoint_url
+            settings.artifacts_url,
+            endpoint_url=settings.s3_endpoint_url,
+            timeout_s=settings.store_timeout_s,
         )
         self.cache = ModelCache(int(settings.model_cache_mb * 2**20))
+        self._checks = {
+            "database": BoundedCheck("database", lambda _timeout_s: db.is_usable()),
+            "store": BoundedCheck("store", self.artifacts.is_usable),
+        }
         self._records: dict[str, dict[str, Any]] = {}
         self._records_lock = threading.Lock()
         configured = settings.signing_key
@@ -114,9 +121,14 @@ class ModelStore:
         """Point ``name@alias`` at ``version``; that version's record."""
         return self.registry.set_alias(name, alias, version)
 
-    def is_usable(self) -> bool:
-        """True when both the database and the artifact store answer."""
-        return self.db.is_usable() and self.artifacts.is_usable()
+    def check_backends(self, timeout_s: float = CHECK_TIMEOUT_S) -> dict[str, bool]:
+        """``database`` and ``store``: whether each answered within ``timeout_s`` (checked at once,
+        each in its own thread, so a hanging one is False in time)."""
+        return run_checks(self._checks, timeout_s)
+
+    def is_usable(self, timeout_s: float = CHECK_TIMEOUT_S) -> bool:
+        """True when both the database and the artifact store answer within ``timeout_s``."""
+        return all(self.check_backends(timeout_s).values())
 
     @property
     def cached_count(self) -> int:
