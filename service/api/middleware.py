@@ -240,7 +240,8 @@ class RequestContextMiddleware:
         seconds = time.perf_counter() - started
         route = route_template(scope)
         self.metrics.observe_request(scope["method"], route, status, seconds)
-        backend, stale = state.get("backend"), state.get("stale")
+        backend = state.get("backend")
+        stale = state.get("stale") and status < 400  # an answer that still needed the database
         if backend is not None:
             self.metrics.observe_outage(backend, route)
         if stale:

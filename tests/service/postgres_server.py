@@ -86,6 +86,11 @@ class PostgresServer:
         """Start the server and wait until it accepts connections."""
         self._pg_ctl("-o", self.options, "-l", str(self.root / "log"), "-w", "start")
 
+    def is_running(self) -> bool:
+        """True when ``pg_ctl status`` finds the server running."""
+        cmd = [pg_bin("pg_ctl"), "-D", str(self.data), "status"]
+        return subprocess.run(_as_server_user(cmd), capture_output=True).returncode == 0
+
     def stop(self, mode: str = "immediate", check: bool = True) -> None:
         """``pg_ctl stop -m <mode>``: ``immediate`` drops every connection with no shutdown."""
         self._pg_ctl("-m", mode, "stop", check=check)
