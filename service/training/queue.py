@@ -35,8 +35,10 @@ from typing import Any
 
 from service.errors import (
     ApiError,
+    DatabaseUnavailable,
     InvalidInput,
     NotFound,
+    StoreUnavailable,
     TrainingAbandoned,
     TrainingCancelled,
     TrainingFailed,
@@ -71,6 +73,8 @@ ERRORS: dict[str, type[ApiError]] = {
         InvalidInput,
         TrainingAbandoned,
         TrainingOutOfMemory,
+        DatabaseUnavailable,  # a back end down while the model was saved: 503, Retry-After
+        StoreUnavailable,
     )
 }
 

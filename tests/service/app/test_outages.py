@@ -207,8 +207,10 @@ def test_store_refusing_or_hanging(store_pair, s3_proxy, iris, mode, caplog):
         for call in not_loaded.values():
             assert_outage_envelope(bounded(call, b), "STORE_UNAVAILABLE")
         assert bounded(lambda c: c.get("/models"), b).status_code == 200  # needs no store
+        synchronous = bounded(lambda c: c.post("/train", json=train_body(X, y, name="s")), b)
+        assert_outage_envelope(synchronous, "STORE_UNAVAILABLE")  # fitted, not storable
     fields = access_fields(caplog)
-    assert sum(f.get("backend") == "store" for f in fields) == len(not_loaded)
+    assert sum(f.get("backend") == "store" for f in fields) == len(not_loaded) + 1
     metrics = b.get("/metrics").text
     assert 'bsvm_backend_unavailable_total{backend="store",route="/predict"} 2.0' in metrics
     until(lambda: b.get("/health/ready").status_code == 200)
