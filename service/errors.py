@@ -19,6 +19,9 @@ Hierarchy::
      │    └── TrainingOutOfMemory 422 TRAINING_OUT_OF_MEMORY (over BSVM_WORKER_MEMORY_MB)
      ├── Busy                    429 BUSY (+ Retry-After)
      ├── Unavailable             503 UNAVAILABLE (+ Retry-After)
+     │    └── BackendUnavailable (+ Retry-After; ``backend`` names it)
+     │         ├── DatabaseUnavailable 503 DATABASE_UNAVAILABLE (the registry database)
+     │         └── StoreUnavailable    503 STORE_UNAVAILABLE (the artifact store)
      ├── TrainingFailed          500 TRAINING_FAILED (worker crashed; details in the log)
      └── TrainingAbandoned       500 TRAINING_ABANDONED (its server stopped twice while running it)
 """
@@ -104,6 +107,31 @@ class Busy(ApiError):
 
 class Unavailable(ApiError):
     status_code, code = 503, "UNAVAILABLE"
+
+
+BACKEND_RETRY_AFTER_S = 5
+"""The ``Retry-After`` of a 503 for a back end that is down or does not answer."""
+
+
+class BackendUnavailable(Unavailable):
+    """A back end (``backend``) is down or did not answer in time; the request may be retried."""
+
+    backend = "backend"
+
+    def __init__(self, message: str, details: list[ErrorDetail] | None = None) -> None:
+        super().__init__(message, details, headers={"Retry-After": str(BACKEND_RETRY_AFTER_S)})
+
+
+class DatabaseUnavailable(BackendUnavailable):
+    """The registry database refused, dropped or timed out a connection."""
+
+    code, backend = "DATABASE_UNAVAILABLE", "database"
+
+
+class StoreUnavailable(BackendUnavailable):
+    """The artifact store (folder or S3) failed or did not answer within ``BSVM_STORE_TIMEOUT_S``."""
+
+    code, backend = "STORE_UNAVAILABLE", "store"
 
 
 class TrainingTimeout(InvalidInput):

@@ -13,6 +13,7 @@ buffered, so the lines keep their order; the buffer is also written out when it 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import logging
 import math
@@ -213,3 +214,26 @@ def flush_service_logs() -> None:
     """Write out every buffered line of the service's handlers (at shutdown)."""
     for handler in logging.getLogger(SERVICE_LOGGER).handlers:
         handler.flush()
+
+
+_REQUEST_FIELDS: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "bsvm_request_fields", default=None
+)
+"""The fields of the access line of the request being served (the middleware binds them)."""
+
+
+def bind_request_fields(fields: dict[str, Any]) -> contextvars.Token[dict[str, Any] | None]:
+    """Make ``fields`` the access-line fields of this request (and of threads it runs work in)."""
+    return _REQUEST_FIELDS.set(fields)
+
+
+def unbind_request_fields(token: contextvars.Token[dict[str, Any] | None]) -> None:
+    """Undo ``bind_request_fields``."""
+    _REQUEST_FIELDS.reset(token)
+
+
+def note_request(key: str, value: Any) -> None:
+    """Set ``key`` on the access line of the request being served, if any (e.g. ``stale``)."""
+    fields = _REQUEST_FIELDS.get()
+    if fields is not None:
+        fields[key] = value

@@ -174,6 +174,21 @@ class Settings(BaseSettings):
         "scored (microseconds); a lone request never waits; `0` takes only the rows already "
         "waiting.",
     )
+    store_timeout_s: float = Field(
+        30.0,
+        gt=0,
+        description="Longest wait on one artifact-store call (read, write, delete, list); S3 "
+        "calls also connect within 5 s and read within this. A store down or hanging answers "
+        "503 `STORE_UNAVAILABLE` with `Retry-After` after at most this, never 500.",
+    )
+    stale_if_error_s: float = Field(
+        300.0,
+        ge=0,
+        description="While the registry database is unreachable, a predict of a model this "
+        "process has loaded is answered from memory (by id, or by name and alias from the last "
+        "answer the database gave) for up to this long after that answer was due again, as "
+        "HTTP's `stale-if-error`; `0` answers 503 `DATABASE_UNAVAILABLE` at once.",
+    )
     model_cache_mb: float = Field(
         1024.0,
         gt=0,

@@ -6,12 +6,15 @@ One table maps what can go wrong to a status and a stable code:
 raised                              status  code
 ==================================  ======  ==========================================
 ``ApiError`` subclasses             theirs  theirs (``service.errors``)
+``BackendUnavailable``              503     ``DATABASE_UNAVAILABLE``, ``STORE_UNAVAILABLE``
 ``RequestValidationError``          422     ``INVALID_INPUT`` (``BAD_REQUEST`` 400 for bad JSON)
 Starlette ``HTTPException``         theirs  ``NOT_FOUND``, ``METHOD_NOT_ALLOWED``, ...
 anything else (middleware)          500     ``INTERNAL`` — logged with its traceback, never sent
 ==================================  ======  ==========================================
 
-Messages never echo raw input values: field paths and the problem only.
+Messages never echo raw input values: field paths and the problem only. A back end that is down
+is always a 503 with ``Retry-After`` (the repository raises ``BackendUnavailable`` for it, never
+the driver's error); its name goes on the request's access line and metrics (``backend``).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from service.errors import ApiError, ErrorBody, ErrorDetail, detail
+from service.errors import ApiError, BackendUnavailable, ErrorBody, ErrorDetail, detail
 from service.wire.validation import invalid_fields
 
 REQUEST_ID_HEADER = "X-Request-ID"
@@ -62,6 +65,8 @@ def api_error_response(exc: ApiError, request_id: str) -> JSONResponse:
 async def _api_error(request: Request, exc: Exception) -> JSONResponse:
     """``ApiError`` → its own status, code and headers."""
     assert isinstance(exc, ApiError)
+    if isinstance(exc, BackendUnavailable):
+        request.state.backend = exc.backend
     return api_error_response(exc, request_id_of(request))
 
 

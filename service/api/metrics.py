@@ -9,9 +9,14 @@ metric                                    kind       labels
 ``bsvm_training_duration_seconds``        histogram  model_type
 ``bsvm_models_cached``                    gauge      (none)
 ``bsvm_models_cached_bytes``              gauge      (none)
+``bsvm_backend_unavailable_total``        counter    backend, route
+``bsvm_stale_answers_total``              counter    route
 ========================================  =========  ===============================
 
 ``route`` is the path template (``/models/{model_id}``), so ids never become label values.
+``backend_unavailable`` counts the requests answered 503 because a back end (``database``,
+``store``) was down or did not answer; ``stale_answers`` the predicts answered from memory while
+the database was unreachable (``BSVM_STALE_IF_ERROR_S``).
 """
 
 from __future__ import annotations
@@ -75,6 +80,18 @@ class Metrics:
             "Artifact bytes of the fitted models held in the LRU cache (BSVM_MODEL_CACHE_MB).",
             registry=self.registry,
         )
+        self.backend_unavailable = Counter(
+            "bsvm_backend_unavailable",
+            "Requests answered 503 because a back end (database, store) was down or hung.",
+            ("backend", "route"),
+            registry=self.registry,
+        )
+        self.stale_answers = Counter(
+            "bsvm_stale_answers",
+            "Predicts answered from memory while the registry database was unreachable.",
+            ("route",),
+            registry=self.registry,
+        )
         self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
         self.router = self._make_router()
 
@@ -88,6 +105,14 @@ class Metrics:
             self._children[key] = children
         children[0].inc()
         children[1].observe(seconds)
+
+    def observe_outage(self, backend: str, route: str) -> None:
+        """Count one request answered 503 because ``backend`` was unavailable."""
+        self.backend_unavailable.labels(backend, route).inc()
+
+    def observe_stale(self, route: str) -> None:
+        """Count one predict answered from a stale registry answer."""
+        self.stale_answers.labels(route).inc()
 
     def record_training(self, model_type: str, outcome: str, seconds: float) -> None:
         """Count one finished training (outcome: succeeded, failed, cancelled, timeout)."""

@@ -4,7 +4,10 @@ For every HTTP request, in order: give it a request id (echoed as ``X-Request-ID
 response); check the API key (401, before any body is read); cap the body (413, from
 ``Content-Length`` and again by counting the bytes as they stream in; 408 when the body stops
 arriving for ``body_timeout_s``); run the app with the body read, turning any unexpected
-exception into the 500 envelope; then write one JSON log line and the request metrics.
+exception into the 500 envelope; then write one JSON log line and the request metrics. The line's
+fields are bound for the request (``service.logs.note_request``), so a layer below can add one: a
+predict answered from a stale registry answer is ``"stale": true``, a 503 for a back end that is
+down names it (``"backend": "database"``), and both are counted in the metrics.
 """
 
 from __future__ import annotations
@@ -21,8 +24,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from service.api.auth import API_KEY_HEADER, check_api_key
 from service.api.envelope import REQUEST_ID_HEADER, api_error_response, internal_error
 from service.api.metrics import Metrics
-from service.errors import ApiError, PayloadTooLarge, RequestTimeout, detail
-from service.logs import log_direct
+from service.errors import ApiError, BackendUnavailable, PayloadTooLarge, RequestTimeout, detail
+from service.logs import bind_request_fields, log_direct, unbind_request_fields
 from service.settings import Settings
 
 access_log = logging.getLogger("service.access")
@@ -211,12 +214,15 @@ class RequestContextMiddleware:
                 set_header(message, REQUEST_ID_HEADER_KEY, request_id_value)
             await send(message)
 
+        bound = bind_request_fields(state)
         try:
             check_api_key(self.settings, scope["path"], headers.get(API_KEY_HEADER_KEY))
             self._check_declared_length(headers)
             body = await read_capped_body(receive, self.max_body, self.settings.body_timeout_s)
             await self.app(scope, replay(body, receive), send_with_id)
         except ApiError as exc:
+            if isinstance(exc, BackendUnavailable):
+                state["backend"] = exc.backend
             await api_error_response(exc, request_id)(scope, receive, send_with_id)
         except Exception:
             access_log.exception("unhandled error (request_id=%s)", request_id)
@@ -224,6 +230,7 @@ class RequestContextMiddleware:
                 raise
             await internal_error(request_id)(scope, receive, send_with_id)
         finally:
+            unbind_request_fields(bound)
             self._record(scope, state, request_id, response_status, started)
 
     def _record(
@@ -233,6 +240,12 @@ class RequestContextMiddleware:
         seconds = time.perf_counter() - started
         route = route_template(scope)
         self.metrics.observe_request(scope["method"], route, status, seconds)
+        backend = state.get("backend")
+        stale = state.get("stale") and status < 400  # an answer that still needed the database
+        if backend is not None:
+            self.metrics.observe_outage(backend, route)
+        if stale:
+            self.metrics.observe_stale(route)
         if not access_log.isEnabledFor(logging.INFO):
             return
         fields = {
@@ -244,4 +257,8 @@ class RequestContextMiddleware:
             "latency_ms": round(seconds * 1000, 3),
             "model_id": state.get("model_id"),
         }
+        if backend is not None:
+            fields["backend"] = backend
+        if stale:
+            fields["stale"] = True
         log_direct(access_log, logging.INFO, "request", fields)

@@ -16,6 +16,13 @@ copying::
   honours conditional writes: AWS, moto, recent MinIO; s3fs >= 2025.7). Objects over 100 MB
   go multipart, completed under the same condition.
 
+Every call on an S3 store is bounded by ``timeout_s`` (``BSVM_STORE_TIMEOUT_S``, through fsspec's
+own timeout, which cancels the request, with botocore's connect and read timeouts under it; a
+folder's calls are the operating system's). A store that refuses, fails or does not answer in time
+raises ``StoreUnavailable`` (503 with
+``Retry-After``), never the transport's error; a missing artifact is still ``FileNotFoundError``
+and an existing one ``ArtifactExists``. ``outage`` logs when an outage starts and ends.
+
 The registry row and the artifact are two stores, so a replica saves the artifact first and
 commits the row after, and deletes the row first and the artifact after; a crash in between
 leaves an artifact without a row, which :meth:`ArtifactStore.sweep` removes once it is older than
@@ -36,6 +43,10 @@ from pathlib import Path
 from typing import Any
 
 import fsspec
+from fsspec.exceptions import FSTimeoutError
+
+from service.errors import StoreUnavailable
+from service.repository.faults import Outage
 
 logger = logging.getLogger("service.repository.artifacts")
 
@@ -45,6 +56,9 @@ TMP_PREFIX = ".tmp-"
 LEGACY_RECORD = "record.json"
 _ID_RE = re.compile(r"^m_[0-9a-f]{32}$")
 _ROW_BATCH = 500
+S3_CONNECT_TIMEOUT_S = 5.0
+STORE_TIMEOUT_S = 30.0
+"""The default bound of one store call (``BSVM_STORE_TIMEOUT_S``)."""
 
 HasRows = Callable[[list[str]], set[str]]
 
@@ -98,9 +112,15 @@ class ArtifactStore:
         ``file:///abs/path`` or ``s3://bucket/prefix``.
     endpoint_url : str or None
         S3 endpoint (MinIO, moto); None for AWS. Ignored for file://.
+    timeout_s : float
+        Longest wait on one call (see the module docstring).
     """
 
-    def __init__(self, url: str, *, endpoint_url: str | None = None) -> None:
+    def __init__(
+        self, url: str, *, endpoint_url: str | None = None, timeout_s: float = STORE_TIMEOUT_S
+    ) -> None:
+        self.timeout_s = timeout_s
+        self.outage = Outage("store")
         protocol, _, rest = url.partition("://")
         if protocol == "file":
             if not rest.startswith("/"):
@@ -119,8 +139,8 @@ class ArtifactStore:
                 use_listings_cache=False,  # other replicas write too: never trust a listing
                 skip_instance_cache=True,
                 config_kwargs={
-                    "connect_timeout": 5,
-                    "read_timeout": 60,
+                    "connect_timeout": min(S3_CONNECT_TIMEOUT_S, timeout_s),
+                    "read_timeout": timeout_s,
                     "retries": {"max_attempts": 3},
                 },
             )
@@ -128,6 +148,31 @@ class ArtifactStore:
         else:
             raise ValueError(f"artifact URL must be file:// or s3://, not {url!r}")
         self.url = url
+
+    # -- every call -----------------------------------------------------------------------------
+    def _call(self, method: str, *args: Any, timeout_s: float | None = None, **kwargs: Any) -> Any:
+        """``self.fs.<method>(*args, **kwargs)`` within ``timeout_s`` (default ``self.timeout_s``);
+        ``StoreUnavailable`` when the store fails or does not answer, ``FileNotFoundError`` and
+        ``FileExistsError`` as they come."""
+        timeout = self.timeout_s if timeout_s is None else timeout_s
+        if not self.local:
+            kwargs["timeout"] = timeout  # fsspec's sync(): cancels the call on the store's loop
+        try:
+            result = getattr(self.fs, method)(*args, **kwargs)
+        except (FileNotFoundError, FileExistsError):
+            self.outage.answered()
+            raise
+        except (FSTimeoutError, TimeoutError) as exc:
+            self.outage.failed(exc)
+            raise StoreUnavailable(
+                f"the artifact store did not answer within {timeout:g} s (BSVM_STORE_TIMEOUT_S); "
+                "retry shortly"
+            ) from exc
+        except Exception as exc:  # refused, reset, 5xx, denied: the store is not usable now
+            self.outage.failed(exc)
+            raise StoreUnavailable("the artifact store is not answering; retry shortly") from exc
+        self.outage.answered()
+        return result
 
     # -- keys ----------------------------------------------------------------------------------
     def _folder(self, model_id: str) -> str:
@@ -141,36 +186,49 @@ class ArtifactStore:
     # -- reads ---------------------------------------------------------------------------------
     def get(self, model_id: str) -> bytes:
         """The artifact bytes of ``model_id``; FileNotFoundError when absent."""
-        return self.fs.cat_file(self._path(model_id))
+        return self._call("cat_file", self._path(model_id))
 
     def exists(self, model_id: str) -> bool:
         """True when an artifact is stored under ``model_id``."""
-        return bool(self.fs.isfile(self._path(model_id)))
+        return bool(self._call("isfile", self._path(model_id)))
 
     def size(self, model_id: str) -> int:
         """Byte length of the artifact of ``model_id``; FileNotFoundError when absent."""
-        return int(self.fs.size(self._path(model_id)))
+        return int(self._call("size", self._path(model_id)))
 
-    def is_usable(self) -> bool:
-        """True when the root is reachable and writable (for s3: the bucket exists)."""
+    def is_usable(self, timeout_s: float | None = None) -> bool:
+        """True when the root is reachable and writable (for s3: the bucket answers within
+        ``timeout_s``, default ``self.timeout_s``)."""
         if self.local:
             return os.path.isdir(self.root) and os.access(self.root, os.W_OK | os.X_OK)
         bucket = self.root.split("/", 1)[0]
         try:
-            return bool(self.fs.exists(bucket))
-        except Exception:  # any network or auth failure means "not usable", never a crash
-            logger.warning("artifact bucket %s is not reachable", bucket, exc_info=True)
+            self._call("info", bucket, timeout_s=timeout_s)
+        except StoreUnavailable:  # ``outage`` has logged it
             return False
+        except FileNotFoundError:
+            logger.warning("artifact bucket %s does not exist", bucket)
+            return False
+        return True
 
     # -- writes --------------------------------------------------------------------------------
     def put(self, model_id: str, data: bytes) -> None:
         """Store ``data`` under ``model_id`` atomically; ArtifactExists if it is already stored."""
         path = self._path(model_id)
         if self.local:
-            self._put_local(model_id, path, data)
+            try:
+                self._put_local(model_id, path, data)
+            except FileExistsError:
+                raise
+            except OSError as exc:  # a full disk, a read-only or vanished volume
+                self.outage.failed(exc)
+                raise StoreUnavailable(
+                    "the artifact folder cannot be written; retry later"
+                ) from exc
+            self.outage.answered()
             return
         try:
-            self.fs.pipe_file(path, data, mode="create")  # the PUT carries If-None-Match: *
+            self._call("pipe_file", path, data, mode="create")  # the PUT carries If-None-Match: *
         except FileExistsError as exc:
             raise ArtifactExists(f"artifact of {model_id} already stored") from exc
 
@@ -209,7 +267,7 @@ class ArtifactStore:
         targets = [(self._path(model_id), False)] if self.local else []
         for target, recursive in [*targets, (folder, True)]:  # local: the artifact goes first
             with contextlib.suppress(FileNotFoundError):
-                self.fs.rm(target, recursive=recursive)
+                self._call("rm", target, recursive=recursive)
         if self.local:
             fsync_dir(self.root)
 
@@ -259,7 +317,7 @@ class ArtifactStore:
     def _walk(self) -> Iterable[tuple[str, dict[str, Any]]]:
         """(path, info) of every file under the root; [] when the root does not exist yet."""
         try:
-            found = self.fs.find(self.root, withdirs=False, detail=True)
+            found = self._call("find", self.root, withdirs=False, detail=True)
         except FileNotFoundError:
             return []
         return [(path.rstrip("/"), info) for path, info in found.items()]
@@ -267,7 +325,7 @@ class ArtifactStore:
     def _remove(self, path: str) -> list[str]:
         """Delete one file; ``[path]`` when it was removed, ``[]`` when it was already gone."""
         try:
-            self.fs.rm_file(path)
+            self._call("rm_file", path)
         except FileNotFoundError:
             return []
         return [path]

@@ -6,6 +6,13 @@ transaction that reads and then writes can deadlock against another writer, whic
 cannot resolve. Reads use plain deferred transactions and never block writers. PostgreSQL (through
 psycopg 3) needs none of this.
 
+A database that refuses, drops or times out a connection (PostgreSQL stopped, SQLite locked past
+its busy timeout, a pool with no connection to give) raises ``DatabaseUnavailable`` (503 with
+``Retry-After``) from ``read`` and ``write``, whatever the caller was doing, never the driver's
+error; ``outage`` logs when it starts and ends. PostgreSQL connections give up after
+``PG_CONNECT_TIMEOUT_S`` and are pinged before reuse, so a restarted server is picked up again
+without a restart of ours.
+
 Migrations are alembic's (``service/repository/migrations``), applied at start under a lock (an
 advisory lock on PostgreSQL, a file lock beside the SQLite file), so replicas starting together
 migrate once.
@@ -23,13 +30,29 @@ from typing import Any
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
+
+from service.errors import DatabaseUnavailable
+from service.repository.faults import Outage
 
 logger = logging.getLogger("service.repository.database")
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 SQLITE_BUSY_MS = 30_000
 PG_MIGRATION_LOCK = 0x6273766D  # "bsvm"
+PG_CONNECT_TIMEOUT_S = 5
+"""A new PostgreSQL connection that is not up within this is a fault (libpq's minimum is 2)."""
+PG_POOL_TIMEOUT_S = 10.0
+"""A request waits at most this for a pooled connection when all are taken."""
+
+
+def is_fault(exc: BaseException) -> bool:
+    """True when ``exc`` says the database is unreachable or not answering, not that a statement
+    was wrong (an integrity error, a bad query)."""
+    if isinstance(exc, sa_exc.OperationalError | sa_exc.InterfaceError | sa_exc.TimeoutError):
+        return True
+    return isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated
 
 
 def _sqlite_engine(url: str, *, immediate: bool) -> Engine:
@@ -68,18 +91,44 @@ class Database:
             self.reader = _sqlite_engine(url, immediate=False)
             self.writer = _sqlite_engine(url, immediate=True)
         else:
-            self.reader = self.writer = create_engine(url, pool_pre_ping=True, pool_size=10)
+            connect_args = (
+                {"connect_timeout": PG_CONNECT_TIMEOUT_S} if self.dialect == "postgresql" else {}
+            )
+            self.reader = self.writer = create_engine(
+                url,
+                pool_pre_ping=True,
+                pool_size=10,
+                pool_timeout=PG_POOL_TIMEOUT_S,
+                connect_args=connect_args,
+            )
+        self.outage = Outage("database")
+
+    @contextmanager
+    def _faults_as_unavailable(self) -> Iterator[None]:
+        """Turn a fault of the database (``is_fault``) into ``DatabaseUnavailable``; note the
+        outage's start and end."""
+        try:
+            yield
+        except sa_exc.SQLAlchemyError as exc:
+            if not is_fault(exc):
+                raise
+            self.outage.failed(exc)
+            raise DatabaseUnavailable(
+                "the registry database is not answering; retry shortly"
+            ) from exc
+        self.outage.answered()
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
-        """A connection in a read transaction."""
-        with self.reader.connect() as conn, conn.begin():
+        """A connection in a read transaction (``DatabaseUnavailable`` when it cannot be had)."""
+        with self._faults_as_unavailable(), self.reader.connect() as conn, conn.begin():
             yield conn
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
-        """A connection in a write transaction, committed on exit (rolled back on error)."""
-        with self.writer.begin() as conn:
+        """A connection in a write transaction, committed on exit (rolled back on error);
+        ``DatabaseUnavailable`` when the database cannot be reached or drops it."""
+        with self._faults_as_unavailable(), self.writer.begin() as conn:
             yield conn
 
     def is_usable(self) -> bool:
@@ -87,6 +136,8 @@ class Database:
         try:
             with self.read() as conn:
                 conn.execute(text("SELECT 1"))
+        except DatabaseUnavailable:  # ``outage`` has logged it
+            return False
         except Exception:
             logger.warning("the registry database does not answer", exc_info=True)
             return False

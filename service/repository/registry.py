@@ -13,6 +13,13 @@ when less than ``REFRESH_AHEAD`` of its period is left is read again by one back
 them waits for the database; an unused one expires as before. Every write made through
 this registry forgets them all at once, so this process sees its own deletes, new versions and
 moved aliases immediately; another process (a replica) sees them within ``RESOLVE_CACHE_S``.
+
+Stale-if-error (as HTTP's ``stale-if-error``): the last answer the database gave for each reference
+(and for each model id it named) is remembered apart from that cache, with when it was given.
+When the database is unreachable (``DatabaseUnavailable``), a reference whose last answer is at
+most ``stale_if_error_s`` past its period is answered from it instead; that answer is then kept
+for one period, so the requests of a busy reference do not each try the database again, and the
+background read keeps trying it. Each request so answered is noted ``stale`` on its access line.
 """
 
 from __future__ import annotations
@@ -30,7 +37,8 @@ from typing import Any
 from sqlalchemy import Connection, and_, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from service.errors import InvalidInput, NameSchemaConflict, NotFound, detail
+from service.errors import DatabaseUnavailable, InvalidInput, NameSchemaConflict, NotFound, detail
+from service.logs import note_request
 from service.repository.database import Database
 from service.repository.tables import aliases, model_tags, models, names
 from service.schemas.names import ALIAS_PATTERN, MODEL_ID_PATTERN, NAME_PATTERN, VERSION_PATTERN
@@ -119,10 +127,14 @@ def schema_conflict(
 class ModelRegistry:
     """Model records, names, versions and aliases in one database."""
 
-    def __init__(self, db: Database, resolve_cache_s: float = RESOLVE_CACHE_S) -> None:
+    def __init__(
+        self, db: Database, resolve_cache_s: float = RESOLVE_CACHE_S, stale_if_error_s: float = 0.0
+    ) -> None:
         self.db = db
         self.resolve_cache_s = resolve_cache_s
-        self._resolved: dict[str, tuple[str, float]] = {}
+        self.stale_if_error_s = stale_if_error_s
+        self._resolved: dict[str, tuple[str, float, bool]] = {}  # ref: (id, expiry, stale)
+        self._answers: dict[str, tuple[str, float]] = {}  # ref or id: (id, when read)
         self._generation = 0  # bumped by every write; a read begun before it is not kept
         self._lock = threading.Lock()
         self._refreshing: set[str] = set()
@@ -224,8 +236,17 @@ class ModelRegistry:
         now = time.monotonic()
         if hit is not None and hit[1] > now:
             self._refresh_if_due(ref, field, hit[1] - now)
+            if hit[2]:
+                note_request("stale", True)
             return hit[0]
-        return self._read_and_keep(ref, field, now)
+        try:
+            return self._read_and_keep(ref, field, now)
+        except DatabaseUnavailable:
+            model_id = self._keep_stale(ref, now)
+            if model_id is None:
+                raise
+            note_request("stale", True)
+            return model_id
 
     def resolved(self, ref: str) -> str | None:
         """The model id of ``ref`` if it is resolved in memory and still fresh, else ``None``."""
@@ -238,6 +259,20 @@ class ModelRegistry:
         self._refresh_if_due(ref, "model", left)
         return hit[0]
 
+    def _keep_stale(self, ref: str, now: float) -> str | None:
+        """The last answer for ``ref`` while it is within ``stale_if_error_s`` past its period,
+        kept for one more period (marked stale); None when there is none."""
+        answer = self._answers.get(ref)
+        if answer is None:
+            return None
+        model_id, read_at = answer
+        until = read_at + self.resolve_cache_s + self.stale_if_error_s
+        if now >= until:
+            return None
+        with self._lock:
+            self._resolved[ref] = (model_id, min(now + self.resolve_cache_s, until), True)
+        return model_id
+
     def _read_and_keep(self, ref: str, field: str, now: float) -> str:
         """``ref`` read from the database and kept, unless a write raced the read."""
         generation = self._generation
@@ -246,8 +281,19 @@ class ModelRegistry:
             if generation == self._generation:
                 if len(self._resolved) >= RESOLVE_CACHE_SIZE:
                     self._resolved.clear()
-                self._resolved[ref] = (model_id, now + self.resolve_cache_s)
+                self._resolved[ref] = (model_id, now + self.resolve_cache_s, False)
+                self._remember(ref, model_id, now)
         return model_id
+
+    def _remember(self, ref: str, model_id: str, now: float) -> None:
+        """Note the database's answer for ``ref`` (and that ``model_id`` exists); under the lock."""
+        if self.stale_if_error_s <= 0:
+            return
+        for key in (ref, model_id):
+            self._answers.pop(key, None)  # re-inserted last: the oldest answers go first
+            self._answers[key] = (model_id, now)
+        while len(self._answers) > RESOLVE_CACHE_SIZE:
+            self._answers.pop(next(iter(self._answers)))
 
     def _refresh_if_due(self, ref: str, field: str, left: float) -> None:
         """Read ``ref`` again in the background when less than ``REFRESH_AHEAD`` of its period is
@@ -270,7 +316,10 @@ class ModelRegistry:
         except NotFound:
             with self._lock:
                 self._resolved.pop(ref, None)
-        except Exception:  # the database is unreachable: the next request asks it itself
+                self._answers.pop(ref, None)
+        except DatabaseUnavailable:  # keep answering from the last answer while it may be used
+            self._keep_stale(ref, time.monotonic())
+        except Exception:  # anything else: the next request asks the database itself
             pass
         finally:
             self._refreshing.discard(ref)
@@ -470,6 +519,9 @@ class ModelRegistry:
             )
         if not gone:
             raise NotFound(f"no model with id {model_id!r}")
+        with self._lock:  # no stale answer may name a deleted model
+            for key in [k for k, (found, _) in self._answers.items() if found == model_id]:
+                del self._answers[key]
         return record
 
     def aliases_of(self, name: str) -> dict[str, int]:

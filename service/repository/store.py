@@ -42,7 +42,7 @@ from service.model_types import final_estimator, model_types
 from service.repository.artifacts import ArtifactExists, ArtifactStore
 from service.repository.cache import ModelCache
 from service.repository.database import Database
-from service.repository.faults import backend_down
+from service.repository.faults import CHECK_TIMEOUT_S, BoundedCheck, backend_down, run_checks
 from service.repository.registry import ModelRegistry, is_model_id
 from service.repository.signing import BOUND, UNBOUND, Signer, identity, signing_key
 from service.settings import Settings
@@ -97,11 +97,17 @@ class ModelStore:
 
     def __init__(self, settings: Settings, db: Database) -> None:
         self.db = db
-        self.registry = ModelRegistry(db)
+        self.registry = ModelRegistry(db, stale_if_error_s=settings.stale_if_error_s)
         self.artifacts = ArtifactStore(
-            settings.artifacts_url, endpoint_url=settings.s3_endpoint_url
+            settings.artifacts_url,
+            endpoint_url=settings.s3_endpoint_url,
+            timeout_s=settings.store_timeout_s,
         )
         self.cache = ModelCache(int(settings.model_cache_mb * 2**20))
+        self._checks = {
+            "database": BoundedCheck("database", lambda _timeout_s: db.is_usable()),
+            "store": BoundedCheck("store", self.artifacts.is_usable),
+        }
         self._records: dict[str, dict[str, Any]] = {}
         self._records_lock = threading.Lock()
         configured = settings.signing_key
@@ -156,9 +162,14 @@ class ModelStore:
         """Point ``name@alias`` at ``version``; that version's record."""
         return self.registry.set_alias(name, alias, version)
 
-    def is_usable(self) -> bool:
-        """True when both the database and the artifact store answer."""
-        return self.db.is_usable() and self.artifacts.is_usable()
+    def check_backends(self, timeout_s: float = CHECK_TIMEOUT_S) -> dict[str, bool]:
+        """``database`` and ``store``: whether each answered within ``timeout_s`` (checked at once,
+        each in its own thread, so a hanging one is False in time)."""
+        return run_checks(self._checks, timeout_s)
+
+    def is_usable(self, timeout_s: float = CHECK_TIMEOUT_S) -> bool:
+        """True when both the database and the artifact store answer within ``timeout_s``."""
+        return all(self.check_backends(timeout_s).values())
 
     @property
     def cached_count(self) -> int:
@@ -239,6 +250,8 @@ class ModelStore:
             raise
         if pending.estimator is not None:
             self.cache.put(model_id, pending.estimator, len(data))
+        with self._records_lock:  # a record never changes: predicts need not read it back
+            self._records[model_id] = {k: v for k, v in saved.items() if k != "aliases"}
         return saved
 
     def _put_once(self, model_id: str, data: bytes) -> None:

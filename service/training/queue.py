@@ -43,8 +43,10 @@ from typing import Any
 
 from service.errors import (
     ApiError,
+    DatabaseUnavailable,
     InvalidInput,
     NotFound,
+    StoreUnavailable,
     TrainingAbandoned,
     TrainingCancelled,
     TrainingFailed,
@@ -88,17 +90,19 @@ ERRORS: dict[str, type[ApiError]] = {
         InvalidInput,
         TrainingAbandoned,
         TrainingOutOfMemory,
+        DatabaseUnavailable,  # a back end down while the model was saved: 503, Retry-After
+        StoreUnavailable,
     )
 }
 
 
 def unavailable(backend: str, message: str) -> ApiError:
     """503 naming the back end that is down (``STORE_UNAVAILABLE``, ``DATABASE_UNAVAILABLE``)."""
-    return Unavailable(
-        message,
-        code=UNAVAILABLE.get(backend, "UNAVAILABLE"),
-        headers={"Retry-After": str(RETRY_AFTER_S)},
-    )
+    if backend == STORE:
+        return StoreUnavailable(message)
+    if backend == DATABASE:
+        return DatabaseUnavailable(message)
+    return Unavailable(message, headers={"Retry-After": str(RETRY_AFTER_S)})
 
 
 def error_of(view: dict[str, Any]) -> ApiError:
@@ -250,8 +254,11 @@ class JobQueue:
                 self._heartbeat()
                 self._reap()
                 self._claim()
-            except Exception:
-                logger.exception("the job dispatcher hit an error; it carries on")
+            except Exception as exc:
+                if backend_down(exc) is None:
+                    logger.exception("the job dispatcher hit an error; it carries on")
+                else:  # the outage itself is logged once, where it starts and ends
+                    logger.debug("the job dispatcher waits for its back end", exc_info=True)
             self._wake.wait(TICK_S)
             self._wake.clear()
 
@@ -277,6 +284,8 @@ class JobQueue:
             held = self.job_store.kept_result(job_id)
             if held is not None:  # fitted before its last owner stopped: store it, fit nothing
                 kept = self.store.pending_from(*held)
+        except (DatabaseUnavailable, StoreUnavailable):
+            raise  # claimed but not started: its lease runs out and it is queued again
         except ApiError as exc:  # the kept bytes failed their check
             logger.error("job %s: %s", job_id, exc.message)
             self.job_store.finish_if(job_id, "running", "failed", exc)
@@ -437,11 +446,11 @@ class JobQueue:
                 )
             except JobLost:  # taken over or cancelled meanwhile; the row was rolled back
                 return self._after_lost(running, pending, in_row)
-            except ApiError as exc:  # e.g. the name took another type meanwhile
-                self._end(running, "failed", exc)
-                return "failed"
             except Exception as exc:
                 backend = backend_down(exc)
+                if backend is None and isinstance(exc, ApiError):  # e.g. the name took another
+                    self._end(running, "failed", exc)  # type meanwhile
+                    return "failed"
                 if backend is None:  # save_prepared removed what it wrote
                     logger.exception("storing the model of job %s failed", job_id)
                     self._end(

@@ -16,7 +16,8 @@ from sklearn.datasets import load_iris
 
 from service.api.app import create_app
 from service.settings import Settings
-from tests.service.postgres_server import fresh_database, postgres_server
+from tests.service.postgres_server import PostgresServer, fresh_database, postgres_server
+from tests.service.tcp_proxy import TcpProxy
 
 BUCKET = "bsvm-test"
 
@@ -116,6 +117,26 @@ def postgres_admin() -> Iterator[str]:
     """A real PostgreSQL server for the session (initdb + pg_ctl); its admin URL."""
     with postgres_server() as url:
         yield url
+
+
+@pytest.fixture(scope="module")
+def stoppable_postgres() -> Iterator[PostgresServer]:
+    """A PostgreSQL server of the module's own, which its fault tests stop and start again."""
+    server = PostgresServer()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture()
+def s3_proxy(s3_endpoint: str) -> Iterator[TcpProxy]:
+    """A ``TcpProxy`` in front of the moto S3 server (``proxy.url`` is the endpoint to use)."""
+    proxy = TcpProxy(int(s3_endpoint.rsplit(":", 1)[1]))
+    try:
+        yield proxy
+    finally:
+        proxy.close()
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

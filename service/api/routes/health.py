@@ -14,6 +14,7 @@ from service.training.tasks import LIBRARIES as MODEL_LIBRARIES
 from service.training.tasks import library_version
 
 router = APIRouter(prefix="/health", tags=["operations"])
+BACKENDS = ("database", "store")
 ops_router = APIRouter(tags=["operations"])
 
 #: Distributions whose versions ``/version`` reports.
@@ -30,7 +31,11 @@ class Readiness(BaseModel):
     """Whether the service can take traffic, and why not."""
 
     status: str = Field(description="'ready' or 'not_ready'.")
-    checks: dict[str, bool] = Field(description="Each check by name: store, registry.")
+    checks: dict[str, bool] = Field(
+        description="Each check by name: database (the registry database answers), store (the "
+        "artifact store answers), registry (the model types are read). Each back end is waited "
+        "for at most 2 s."
+    )
     model_types: list[str] = Field(description="Model types registered.")
 
 
@@ -51,16 +56,22 @@ def live() -> Live:
 @router.get(
     "/ready",
     response_model=Readiness,
-    responses={503: {"model": Readiness, "description": "Store not usable or registry not read."}},
+    responses={
+        503: {
+            "model": Readiness,
+            "description": "The database or the artifact store is down or did not answer within "
+            "2 s, or the registry is not read.",
+        }
+    },
 )
 def ready(request: Request) -> JSONResponse:
-    """Readiness: 200 when the model store is usable and the registry read, else 503."""
+    """Readiness: 200 when the database and the artifact store answer (each within 2 s) and the
+    registry is read, else 503."""
     state = request.app.state
     registry = state.model_types
-    checks = {
-        "store": state.store is not None and state.store.is_usable(),
-        "registry": registry is not None,
-    }
+    store = state.store
+    backends = store.check_backends() if store is not None else dict.fromkeys(BACKENDS, False)
+    checks = {**backends, "registry": registry is not None}
     ok = all(checks.values())
     body = Readiness(
         status="ready" if ok else "not_ready",

@@ -26,7 +26,7 @@ def test_ready_when_store_and_registry_are_there(tmp_path):
     assert response.status_code == 200
     body = response.json()
     assert body["status"] == "ready"
-    assert body["checks"] == {"store": True, "registry": True}
+    assert body["checks"] == {"database": True, "store": True, "registry": True}
     assert {"lda", "qda"} <= set(body["model_types"])
 
 
