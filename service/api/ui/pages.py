@@ -58,6 +58,7 @@ templates = jinja2.Environment(
 )
 templates.filters["num"] = views.number
 templates.filters["metric"] = views.metric
+templates.filters["when"] = views.when
 
 
 class SignInRequired(Exception):

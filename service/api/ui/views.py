@@ -31,6 +31,11 @@ def number(value: Any) -> str:
     return str(value)
 
 
+def when(value: str | None) -> str:
+    """An ISO 8601 UTC time as ``2026-01-31 12:00:00`` (the pages say UTC once)."""
+    return value[:19].replace("T", " ") if value else "–"
+
+
 def metric(value: Any) -> str:
     """A metric between 0 and 1 with three decimals, '–' for none."""
     return "–" if value is None else f"{value:.3f}"
