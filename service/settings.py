@@ -49,7 +49,8 @@ class Settings(BaseSettings):
     api_keys: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Comma-separated keys; when set, every route but the probes (`/health/*`, "
-        "`/v2/health/*`) and the public docs needs `X-API-Key`.",
+        "`/v2/health/*`), `/` and the public docs needs `X-API-Key` (the `/ui` pages take it in a "
+        "form, as a session cookie).",
         json_schema_extra={"shown_default": "empty (open)"},
     )
     public_docs: bool = Field(

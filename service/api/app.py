@@ -17,6 +17,7 @@ from service.api.metrics import Metrics
 from service.api.middleware import RequestContextMiddleware
 from service.api.routes import health, jobs, models, plots, predict, train, v2
 from service.api.telemetry_gate import ServiceApp, settle_telemetry
+from service.api.ui.pages import install_ui
 from service.inference.batching import MicroBatcher
 from service.inference.limits import PredictGate
 from service.logs import configure_logging, flush_service_logs
@@ -83,7 +84,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
-    """Build the app: settings, middleware, error envelope, routers, docs and metrics."""
+    """Build the app: settings, middleware, error envelope, routers, docs, metrics and pages."""
     settings = settings or Settings()
     configure_logging(settings.log_level, settings.access_log_flush_ms)
     app = ServiceApp(
@@ -119,4 +120,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in RESOURCE_ROUTERS + PROTOCOL_ROUTERS:
         app.include_router(router, dependencies=protected)
     install_docs(app, public=settings.public_docs)
+    install_ui(app)
     return app

@@ -3,7 +3,10 @@
 Which paths are open: ``/health/*`` and ``/v2/health/*`` (probes) always; ``/docs`` (and its local assets) and
 ``/openapi.json`` while ``BSVM_PUBLIC_DOCS`` is true (the default), because a browser cannot send
 a header when it opens the Swagger UI, and the document holds the contract, not data. Set
-``BSVM_PUBLIC_DOCS=false`` to put them behind the key like every other route.
+``BSVM_PUBLIC_DOCS=false`` to put them behind the key like every other route. ``/`` (a page of
+links) is open, and so are ``/ui/*`` here: the pages check the key themselves, from the header or
+the session cookie of their key form (``service.api.ui``), so that a browser without one is sent
+to the form rather than answered a JSON 401.
 
 The check runs in the request middleware, before the body is read (so an unauthenticated caller
 cannot make the server buffer a large body), and again as the ``require_api_key`` dependency of
@@ -24,6 +27,7 @@ from service.settings import Settings
 API_KEY_HEADER = "X-API-Key"
 OPEN_PREFIXES = ("/health/", "/v2/health/")
 DOCS_PREFIXES = ("/docs", "/openapi.json")
+PAGES_PREFIX = "/ui"
 
 api_key_scheme = APIKeyHeader(
     name=API_KEY_HEADER,
@@ -47,8 +51,10 @@ def key_is_valid(settings: Settings, key: str | None) -> bool:
 
 def path_is_open(settings: Settings, path: str) -> bool:
     """True for paths that never need a key."""
-    if path.startswith(OPEN_PREFIXES):
+    if path.startswith(OPEN_PREFIXES) or path == "/":
         return True
+    if path == PAGES_PREFIX or path.startswith(PAGES_PREFIX + "/"):
+        return True  # the pages' own dependency checks the key or the session cookie
     return settings.public_docs and path.startswith(DOCS_PREFIXES)
 
 

@@ -227,6 +227,47 @@ class ModelRegistry:
             ).all()
             return self._records(conn, rows), int(total or 0)
 
+    def name_summaries(self, limit: int = 100, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
+        """One row per name that holds a model, the most recently trained first: its model type,
+        how many versions it holds, the latest version and when it was stored, and its aliases;
+        and how many such names there are. Two queries, whatever the number of models."""
+        latest = func.max(models.c.created_at)
+        with self.db.read() as conn:
+            total = conn.execute(select(func.count(func.distinct(models.c.name)))).scalar()
+            rows = conn.execute(
+                select(
+                    models.c.name,
+                    func.min(models.c.model_type).label("model_type"),
+                    func.count().label("versions"),
+                    func.max(models.c.version).label("latest_version"),
+                    latest.label("latest_at"),
+                )
+                .group_by(models.c.name)
+                .order_by(latest.desc(), models.c.name)
+                .limit(limit)
+                .offset(offset)
+            ).all()
+            pointed: dict[str, dict[str, int]] = {row.name: {} for row in rows}
+            if pointed:
+                for alias in conn.execute(
+                    select(aliases)
+                    .where(aliases.c.name.in_(sorted(pointed)))
+                    .order_by(aliases.c.alias)
+                ):
+                    pointed[alias.name][alias.alias] = int(alias.version)
+        summaries = [
+            {
+                "name": row.name,
+                "model_type": row.model_type,
+                "versions": int(row.versions),
+                "latest_version": int(row.latest_version),
+                "latest_at": row.latest_at,
+                "aliases": pointed[row.name],
+            }
+            for row in rows
+        ]
+        return summaries, int(total or 0)
+
     def resolve(self, ref: str, field: str = "model") -> str:
         """Model id of ``ref``: an id, ``name`` (latest version), ``name@alias`` or ``name:version``.
 

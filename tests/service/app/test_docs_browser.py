@@ -1,53 +1,30 @@
 """/docs in a real browser: Swagger UI renders from the server's own assets and "Try it out" works.
 
-Headless Chromium (Debian's ``chromium``, which ``scripts/test.sh`` installs) driven by Playwright;
-``playwright install`` is never needed. Every request the page makes is recorded and must go to
-the live server. On failure a screenshot is written next to the test's tmp dir (path in the error).
+Headless Chromium driven by Playwright (``tests/service/app/browser.py``). Every request the page
+makes is recorded and must go to the live server. On failure a screenshot is written next to the test's tmp dir (path in the error).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
 
+from tests.service.app.browser import chromium_page, outside_requests
 from tests.service.live_server import live_server
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-TIMEOUT_MS = 60_000
 TRAIN_OP = "#operations-train-train_train_post"
 PREDICT_OP = "#operations-predict-predict_predict_post"
 
 
 @pytest.fixture()
-def page(tmp_path: Path) -> Iterator:
+def page() -> Iterator:
     """A fresh headless Chromium page that records every URL it requests."""
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (scripts/test.sh does)")
-    playwright_api = pytest.importorskip("playwright.sync_api")
-    with playwright_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 2000})
-            page.set_default_timeout(TIMEOUT_MS)
-            page.requested = []
-            page.on("request", lambda request: page.requested.append(request.url))
-            yield page
-        finally:
-            browser.close()
+    with chromium_page() as page:
+        yield page
 
 
 def try_it_out(page, operation: str, status: str) -> str:
@@ -78,13 +55,7 @@ def test_swagger_ui_runs_the_examples_offline(page, tmp_path):
             shot = tmp_path / "docs-failure.png"
             page.screenshot(path=str(shot), full_page=True)
             raise AssertionError(f"see the screenshot {shot}") from None
-        origin = urlparse(url)
-        outside = [
-            u
-            for u in page.requested
-            if urlparse(u).scheme not in ("data", "blob")
-            and (urlparse(u).hostname, urlparse(u).port) != (origin.hostname, origin.port)
-        ]
+        outside = outside_requests(page, url)
         assert outside == [], f"the docs page made outside requests: {outside}"
         local = [urlparse(u).path for u in page.requested]
         assert "/docs/static/swagger-ui-bundle.js" in local and "/openapi.json" in local
