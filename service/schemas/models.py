@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -165,10 +165,51 @@ class ModelRecord(BaseModel):
 
 
 class ModelList(BaseModel):
-    """One page of model records, newest first."""
+    """One page of model records, newest first (``?view=full``)."""
 
     items: list[ModelRecord]
     total: int = Field(description="Records matching the filter, over all pages.")
+    limit: int
+    offset: int
+
+
+class ModelSummary(BaseModel):
+    """One model in a list: who it is and one number to tell it from its neighbours."""
+
+    model_config = ConfigDict(protected_namespaces=())
+
+    model_id: str
+    name: str
+    version: int = Field(ge=1)
+    aliases: list[str] = Field(default_factory=list)
+    model_type: str
+    created_at: str = Field(description="UTC time of storage, ISO 8601.")
+    accuracy: float | None = Field(
+        description="The headline metric: mean cross-validated accuracy, else held-out, else "
+        "training accuracy."
+    )
+    accuracy_on: Literal["cv", "heldout", "train"] = Field(description="Where accuracy is from.")
+
+    @classmethod
+    def of(cls, record: dict[str, Any]) -> ModelSummary:
+        """The summary of a stored record."""
+        metrics = record["metrics"]
+        if metrics.get("cv"):
+            accuracy, on = metrics["cv"]["mean"].get("accuracy"), "cv"
+        elif metrics.get("heldout"):
+            accuracy, on = metrics["heldout"]["accuracy"], "heldout"
+        else:
+            accuracy, on = metrics["train"]["accuracy"], "train"
+        keys = ("model_id", "name", "version", "aliases", "model_type", "created_at")
+        return cls(**{k: record[k] for k in keys}, accuracy=accuracy, accuracy_on=on)
+
+
+class ModelSummaryList(BaseModel):
+    """One page of model summaries, newest first (the default view; ``?view=full`` gives the
+    records)."""
+
+    items: list[ModelSummary]
+    total: int = Field(description="Models matching the filter, over all pages.")
     limit: int
     offset: int
 
