@@ -118,8 +118,8 @@ class Signature(BaseModel):
     target: str | None = Field(None, description="The label column of a CSV training body.")
 
 
-class ModelRecord(BaseModel):
-    """Everything known about one stored model."""
+class ModelIdentity(BaseModel):
+    """Which model: the fields a record and a summary both start with."""
 
     model_config = ConfigDict(protected_namespaces=())
 
@@ -128,6 +128,11 @@ class ModelRecord(BaseModel):
     version: int = Field(ge=1)
     aliases: list[str] = Field(default_factory=list)
     model_type: str
+
+
+class ModelRecord(ModelIdentity):
+    """Everything known about one stored model."""
+
     params: dict[str, Any] = Field(description="Every estimator parameter, defaults resolved.")
     classes: list[Label]
     n_features: int
@@ -173,16 +178,9 @@ class ModelList(BaseModel):
     offset: int
 
 
-class ModelSummary(BaseModel):
+class ModelSummary(ModelIdentity):
     """One model in a list: who it is and one number to tell it from its neighbours."""
 
-    model_config = ConfigDict(protected_namespaces=())
-
-    model_id: str
-    name: str
-    version: int = Field(ge=1)
-    aliases: list[str] = Field(default_factory=list)
-    model_type: str
     created_at: str = Field(description="UTC time of storage, ISO 8601.")
     accuracy: float | None = Field(
         description="The headline metric: mean cross-validated accuracy, else held-out, else "
@@ -200,7 +198,7 @@ class ModelSummary(BaseModel):
             accuracy, on = metrics["heldout"]["accuracy"], "heldout"
         else:
             accuracy, on = metrics["train"]["accuracy"], "train"
-        keys = ("model_id", "name", "version", "aliases", "model_type", "created_at")
+        keys = [*ModelIdentity.model_fields, "created_at"]
         return cls(**{k: record[k] for k in keys}, accuracy=accuracy, accuracy_on=on)
 
 
