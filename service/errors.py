@@ -28,6 +28,9 @@ Hierarchy::
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 from pydantic import BaseModel, Field
 
 
@@ -185,3 +188,15 @@ class NameSchemaConflict(Conflict):
 def detail(field: str, problem: str) -> ErrorDetail:
     """Shorthand for one ``ErrorDetail``."""
     return ErrorDetail(field=field, problem=problem)
+
+
+def unknown_name(name: str, allowed: Iterable[str], hint: str | None = None) -> str:
+    """The problem of an unknown key or parameter: the hint if any, else the closest allowed name
+    (case aside) and every allowed one."""
+    if hint:
+        return hint
+    allowed = sorted(allowed)
+    by_lower = {a.lower(): a for a in allowed}
+    close = difflib.get_close_matches(name.lower()[:64], list(by_lower), n=1, cutoff=0.6)
+    guess = f"did you mean {by_lower[close[0]]!r}? " if close else ""
+    return f"unknown; {guess}allowed: {', '.join(allowed) or 'none'}"

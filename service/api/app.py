@@ -13,6 +13,7 @@ from service import __version__
 from service.api.auth import require_api_key
 from service.api.docs import install_docs
 from service.api.envelope import install_error_handlers
+from service.api.known_query import reject_unknown_query
 from service.api.metrics import Metrics
 from service.api.middleware import RequestContextMiddleware
 from service.api.routes import health, jobs, models, plots, predict, train, v2
@@ -95,6 +96,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url=None,
         redoc_url=None,
         openapi_url=None,
+        dependencies=[Depends(reject_unknown_query)],  # PredictRoute checks its own
     )
     app.state.settings = settings
     app.state.store = None

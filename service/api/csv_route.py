@@ -1,7 +1,8 @@
 """``POST /train`` with a ``text/csv`` body: the CSV turned into the route's JSON payload.
 
 ``CsvRoute`` converts such a body (``wire.csv_bodies.train_payload``) before FastAPI validates
-it, so both content types go through one schema and one set of checks.
+it, so both content types go through one schema and one set of checks. The query is the CSV
+body's: with a JSON body any query parameter is a 422 (the body carries it).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from service.api.content_types import BodyRoute
+from service.errors import InvalidInput, detail
 from service.wire.csv_bodies import train_payload
 from service.wire.media import CSV_MEDIA_TYPE, JSON_MEDIA_TYPE, is_csv
 
@@ -53,6 +55,14 @@ class CsvRoute(BodyRoute):
                 store = getattr(request.app.state, "store", None)
                 payload = await run_in_threadpool(convert, raw, request.query_params, store)
                 request = _ParsedRequest(request, raw, payload)
+            elif request.query_params:
+                raise InvalidInput(
+                    "query parameters are for text/csv bodies",
+                    [
+                        detail(key[:64], "only with a text/csv body; a JSON body carries it")
+                        for key in dict.fromkeys(request.query_params.keys())
+                    ],
+                )
             return await handler(request)
 
         return csv_handler

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from http import HTTPStatus
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -73,8 +74,14 @@ async def _api_error(request: Request, exc: Exception) -> JSONResponse:
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     """FastAPI's validation errors → 422 ``INVALID_INPUT``, or 400 when the JSON is unparseable."""
     assert isinstance(exc, RequestValidationError)
-    error = invalid_fields(list(exc.errors()))
+    error = invalid_fields(list(exc.errors()), body_type(request))
     return api_error_response(error, request_id_of(request))
+
+
+def body_type(request: Request) -> Any:
+    """The type of the matched route's JSON body (None without one): it names allowed fields."""
+    field = getattr(request.scope.get("route"), "body_field", None)
+    return getattr(getattr(field, "field_info", None), "annotation", None)
 
 
 def allowed_methods(request: Request) -> list[str]:

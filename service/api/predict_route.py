@@ -38,6 +38,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from service.api.deps import store_of
+from service.api.known_query import check_query
 from service.errors import ApiError, InvalidInput, detail
 from service.inference import predict as prediction
 from service.inference.limits import row_bytes
@@ -301,5 +302,6 @@ class PredictRoute(APIRoute):
         if scope["method"] not in self.methods:
             await super().handle(scope, receive, send)  # the 405 with Allow
             return
+        check_query(scope, self)
         response = await self.serve(Call(scope, await read_body(receive)))
         await response(scope, receive, send)

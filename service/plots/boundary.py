@@ -61,6 +61,19 @@ def plane(record: dict[str, Any], i: int, j: int) -> tuple[np.ndarray, np.ndarra
     return gx, gy, rows
 
 
+def lines_drawn(decision: np.ndarray | None) -> str:
+    """What the title says the black lines are: the margins only where they fall in the window."""
+    if decision is None:
+        return "class boundaries"
+    lo, hi = float(decision.min()), float(decision.max())
+    shown = [m for m in (-1.0, 1.0) if lo < m < hi]
+    if len(shown) == 2:
+        return "decision 0 and margins ±1"
+    if shown:
+        return f"decision 0 and margin {shown[0]:+g} (the other is outside this window)"
+    return "decision 0 (the margins ±1 are outside this window)"
+
+
 def boundary_png(record: dict[str, Any], estimator: Any, x: str | None, y: str | None) -> bytes:
     """Regions, boundaries, margins and support vectors (see the module notes) as PNG."""
     if int(record["n_features"]) < 2:
@@ -101,7 +114,7 @@ def boundary_png(record: dict[str, Any], estimator: Any, x: str | None, y: str |
         bar.ax.set_yticklabels([text(c) for c in classes.tolist()])
         ax.set_xlabel(text(names[i]))
         ax.set_ylabel(text(names[j]))
-        lines = "decision 0 and margins ±1" if decision is not None else "class boundaries"
+        lines = lines_drawn(decision)
         held = "; other features at their training means" if others else ""
         ax.set_title(text(f"{record['name']} v{record['version']}: {lines}{held}"),
                      fontsize="medium")  # fmt: skip

@@ -1,5 +1,7 @@
 """A Bayesian model's coefficients against a linear SVM's at C = ν² (fitted at training time, see
-``service.plots.data``), with credible intervals as error bars when there are draws."""
+``service.plots.data``), with credible intervals as error bars when there are draws. Only the ``MAX_LABELS`` largest
+coefficients of each problem (by the larger of the two magnitudes) carry their names, so a model
+with many features does not pile its labels up near 0."""
 
 from __future__ import annotations
 
@@ -16,7 +18,13 @@ from service.plots.canvas import (
 )
 
 FIGSIZE = (6.5, 6.0)
-MAX_LABELS = 30
+MAX_LABELS = 10
+
+
+def labelled(svm: np.ndarray, bayes: np.ndarray) -> np.ndarray:
+    """Indices of the ``MAX_LABELS`` largest coefficients of one problem, largest first."""
+    size = np.maximum(np.abs(svm), np.abs(bayes))
+    return np.argsort(-size, kind="stable")[:MAX_LABELS]
 
 
 def intervals(estimator: Any, scale: str, level: float) -> np.ndarray | None:
@@ -49,10 +57,9 @@ def compare_png(record: dict[str, Any], estimator: Any, scale: str, level: float
                 ax.errorbar(svm[p], bayes[p], yerr=err, fmt="o", markersize=4, capsize=2, **kw)
             else:
                 ax.plot(svm[p], bayes[p], "o", markersize=5, **kw)
-            if svm.shape[1] <= MAX_LABELS:
-                for j, name in enumerate(names):
-                    ax.annotate(text(name), (svm[p, j], bayes[p, j]), fontsize="x-small",
-                                xytext=(3, 3), textcoords="offset points")  # fmt: skip
+            for j in labelled(svm[p], bayes[p]):
+                ax.annotate(text(names[j]), (svm[p, j], bayes[p, j]), fontsize="x-small",
+                            xytext=(3, 3), textcoords="offset points")  # fmt: skip
         values = np.concatenate([svm.ravel(), bayes.ravel()])
         lo, hi = float(values.min()), float(values.max())
         pad = 0.05 * (hi - lo) or 1.0
@@ -62,6 +69,7 @@ def compare_png(record: dict[str, Any], estimator: Any, scale: str, level: float
         if len(labels) > 1:
             ax.legend(loc="best", fontsize="small")
         bars = f", {level:.0%} intervals" if bounds is not None else ""
-        ax.set_title(text(f"{record['name']} v{record['version']}: α = {alpha:g}{bars}"))
+        few = f"; the {MAX_LABELS} largest named" if svm.shape[1] > MAX_LABELS else ""
+        ax.set_title(text(f"{record['name']} v{record['version']}: α = {alpha:g}{bars}{few}"))
 
     return figure_png(draw, FIGSIZE)

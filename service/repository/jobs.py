@@ -21,7 +21,7 @@ from sqlalchemy import Connection, and_, delete, func, insert, select, update
 from service.errors import ApiError, Busy
 from service.repository.database import Database
 from service.repository.registry import now_iso
-from service.repository.tables import job_payloads, job_results, jobs
+from service.repository.tables import job_payloads, job_results, jobs, models
 
 JOB_ID_PATTERN = r"^j_[0-9a-f]{32}$"
 _JOB_ID_RE = re.compile(JOB_ID_PATTERN)
@@ -33,8 +33,14 @@ def new_job_id() -> str:
     return f"j_{uuid.uuid4().hex}"
 
 
+#: Job rows with the version of the model a job stored (null until then, or once it is deleted).
+JOB_VIEWS = select(jobs, models.c.version).select_from(
+    jobs.outerjoin(models, jobs.c.model_id == models.c.model_id)
+)
+
+
 def view_of(row: Any) -> dict[str, Any]:
-    """The public fields of a job row (``JobView``)."""
+    """The public fields of a ``JOB_VIEWS`` row (``JobView``)."""
     return {
         "job_id": row.job_id,
         "status": row.status,
@@ -42,6 +48,7 @@ def view_of(row: Any) -> dict[str, Any]:
         "model_type": row.model_type,
         "name": row.name,
         "model_id": row.model_id,
+        "version": row.version,
         "error": json.loads(row.error) if row.error else None,
         "created_at": row.created_at,
         "started_at": row.started_at,
@@ -75,7 +82,7 @@ class JobStore:
         if not _JOB_ID_RE.fullmatch(job_id):
             return None
         with self.db.read() as conn:
-            row = conn.execute(select(jobs).where(jobs.c.job_id == job_id)).first()
+            row = conn.execute(JOB_VIEWS.where(jobs.c.job_id == job_id)).first()
         return None if row is None else view_of(row)
 
     def list(
@@ -90,8 +97,7 @@ class JobStore:
         with self.db.read() as conn:
             total = conn.execute(select(func.count()).select_from(jobs).where(*where)).scalar()
             rows = conn.execute(
-                select(jobs)
-                .where(*where)
+                JOB_VIEWS.where(*where)
                 .order_by(jobs.c.created_at.desc(), jobs.c.job_id)
                 .limit(limit)
                 .offset(offset)

@@ -30,6 +30,9 @@ class JobView(BaseModel):
     model_type: str
     name: str
     model_id: str | None = Field(None, description="Set when the job succeeded.")
+    version: int | None = Field(
+        None, description="The stored model's version of its name, set with model_id."
+    )
     error: JobError | None = Field(None, description="Set when the job failed.")
     created_at: str
     started_at: str | None = None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -118,8 +118,8 @@ class Signature(BaseModel):
     target: str | None = Field(None, description="The label column of a CSV training body.")
 
 
-class ModelRecord(BaseModel):
-    """Everything known about one stored model."""
+class ModelIdentity(BaseModel):
+    """Which model: the fields a record and a summary both start with."""
 
     model_config = ConfigDict(protected_namespaces=())
 
@@ -128,6 +128,11 @@ class ModelRecord(BaseModel):
     version: int = Field(ge=1)
     aliases: list[str] = Field(default_factory=list)
     model_type: str
+
+
+class ModelRecord(ModelIdentity):
+    """Everything known about one stored model."""
+
     params: dict[str, Any] = Field(description="Every estimator parameter, defaults resolved.")
     classes: list[Label]
     n_features: int
@@ -165,10 +170,44 @@ class ModelRecord(BaseModel):
 
 
 class ModelList(BaseModel):
-    """One page of model records, newest first."""
+    """One page of model records, newest first (``?view=full``)."""
 
     items: list[ModelRecord]
     total: int = Field(description="Records matching the filter, over all pages.")
+    limit: int
+    offset: int
+
+
+class ModelSummary(ModelIdentity):
+    """One model in a list: who it is and one number to tell it from its neighbours."""
+
+    created_at: str = Field(description="UTC time of storage, ISO 8601.")
+    accuracy: float | None = Field(
+        description="The headline metric: mean cross-validated accuracy, else held-out, else "
+        "training accuracy."
+    )
+    accuracy_on: Literal["cv", "heldout", "train"] = Field(description="Where accuracy is from.")
+
+    @classmethod
+    def of(cls, record: dict[str, Any]) -> ModelSummary:
+        """The summary of a stored record."""
+        metrics = record["metrics"]
+        if metrics.get("cv"):
+            accuracy, on = metrics["cv"]["mean"].get("accuracy"), "cv"
+        elif metrics.get("heldout"):
+            accuracy, on = metrics["heldout"]["accuracy"], "heldout"
+        else:
+            accuracy, on = metrics["train"]["accuracy"], "train"
+        keys = [*ModelIdentity.model_fields, "created_at"]
+        return cls(**{k: record[k] for k in keys}, accuracy=accuracy, accuracy_on=on)
+
+
+class ModelSummaryList(BaseModel):
+    """One page of model summaries, newest first (the default view; ``?view=full`` gives the
+    records)."""
+
+    items: list[ModelSummary]
+    total: int = Field(description="Models matching the filter, over all pages.")
     limit: int
     offset: int
 

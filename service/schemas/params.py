@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,9 +29,11 @@ Priors = Annotated[
 
 
 class Params(BaseModel):
-    """Base of every params model: unknown keys are errors."""
+    """Base of every params model: unknown keys are errors (``hints``: what to say about a key
+    a newcomer may send that the model does not take)."""
 
     model_config = ConfigDict(extra="forbid")
+    hints: ClassVar[dict[str, str]] = {}
 
 
 class LDAParams(Params):
@@ -78,7 +80,15 @@ class KernelSVMParams(Params):
     random_state: Seed = None
 
 
+#: What ``C`` sent to a Bayesian model means there (README: "the ν ↔ C mapping").
+NU_FOR_C = (
+    "a Bayesian SVM takes nu, not C: its cost is nu = sqrt(C) (send nu; with alpha 2.0 its mode "
+    "is the linear SVM with that C)"
+)
+
+
 class _BayesBase(Params):
+    hints: ClassVar[dict[str, str]] = {"C": NU_FOR_C, "c": NU_FOR_C}
     alpha: float = Field(1.0, ge=0.1, le=2.0, description="Penalty exponent (1 lasso, 2 ridge).")
     nu: float = Field(
         1.0, ge=1e-100, le=1e6, description="Prior scale; larger means less shrinkage."

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from service.errors import InvalidInput, detail
+from service.errors import InvalidInput, detail, unknown_name
 from service.model_types import ModelSpec
 from service.training.crossval import DEFAULT_SEARCH_K, MAX_CANDIDATES, MAX_VALUES
 
@@ -45,7 +45,11 @@ def check_search(
         if key not in fields:
             raise InvalidInput(
                 "unknown search parameter",
-                [detail(f"search.{key}", f"{spec.model_type} takes {sorted(fields)}")],
+                [
+                    detail(
+                        f"search.{key}", unknown_name(key, fields, spec.params_model.hints.get(key))
+                    )
+                ],
             )
         if not 1 <= len(values) <= MAX_VALUES:
             raise InvalidInput(

@@ -2,8 +2,10 @@
 
 A CSV body has a header row. For training, ``?model_type=`` names the model type and
 ``?target=`` the label column; every other column is a feature (its header is the feature name).
-Optional: ``?name=``, ``?params=<JSON object>``, ``?test_fraction=``, ``?background=true``.
-Labels that are all whole numbers ("1", "1.0") become integers, otherwise strings. For
+Every other field of the JSON body is a query parameter of the same name (``TRAIN_QUERY``):
+objects as JSON (``?params={"C":10}``, ``?evaluation={"cv":5}``, ``?search={"nu":[0.1,1]}``,
+``?tags=``), the rest as text (``?name=``, ``?background=true``, ``?search_scoring=f1``, ...);
+``?test_fraction=`` and ``?cv=`` are short for those keys of ``evaluation``. Labels that are all whole numbers ("1", "1.0") become integers, otherwise strings. For
 prediction, ``?model=`` names the model and ``?outputs=`` (repeatable) the outputs; the header
 puts the columns in the model's order.
 
@@ -145,6 +147,37 @@ def _require(query: QueryValues, key: str) -> str:
     return value
 
 
+#: The query of a CSV training: every field of the JSON body but the rows (X, y, feature_names),
+#: and the ``evaluation`` shortcuts. Objects are JSON; the rest go to the schema as text.
+TRAIN_QUERY = {
+    "model_type": "model type (required)",
+    "target": "label column (required)",
+    "name": "model name",
+    "params": 'params as a JSON object, e.g. {"C": 10}',
+    "evaluation": 'evaluation as a JSON object, e.g. {"cv": 5, "random_state": 0}',
+    "test_fraction": "hold out this share for evaluation (evaluation.test_fraction)",
+    "cv": "folds of cross-validation (evaluation.cv)",
+    "search": 'grid search as a JSON object, e.g. {"C": [0.1, 1, 10]}',
+    "search_scoring": "accuracy, f1 or roc_auc",
+    "background": "true to answer 202 with a job",
+    "tags": 'tags as a JSON object, e.g. {"team": "fraud"}',
+    "description": "what the model is for",
+    "preprocess": "standard or none",
+    "replace_schema": "true to let this training change the name's type or features",
+}
+JSON_QUERY = frozenset({"params", "evaluation", "search", "tags"})
+EVALUATION_SHORTCUTS = ("test_fraction", "cv")
+
+
+def _json_object(query: QueryValues, key: str) -> Any:
+    """The JSON object of ``?key=`` (422 naming ``key`` when it is not JSON; the schema checks
+    the rest)."""
+    try:
+        return json.loads(query[key])
+    except (ValueError, RecursionError):
+        raise InvalidInput(f"{key} is not JSON", [detail(key, "must be a JSON object")]) from None
+
+
 def train_payload(
     raw: bytes, query: QueryValues, store: ModelStore | None = None
 ) -> dict[str, Any]:
@@ -172,19 +205,19 @@ def train_payload(
         "feature_names": names,
         "target": target,
     }
-    if query.get("name"):
-        payload["name"] = query["name"]
-    if query.get("params"):
-        try:
-            payload["params"] = json.loads(query["params"])
-        except (ValueError, RecursionError):
-            raise InvalidInput(
-                "params is not JSON", [detail("params", "must be a JSON object")]
-            ) from None
-    if query.get("test_fraction"):
-        payload["evaluation"] = {"test_fraction": query["test_fraction"]}
-    if query.get("background"):
-        payload["background"] = query["background"].lower() in ("1", "true", "yes")
+    for key in TRAIN_QUERY.keys() - payload.keys() - set(EVALUATION_SHORTCUTS):
+        if query.get(key):
+            payload[key] = _json_object(query, key) if key in JSON_QUERY else query[key]
+    for key in EVALUATION_SHORTCUTS:
+        evaluation = payload.setdefault("evaluation", {})
+        if query.get(key) and isinstance(evaluation, dict):
+            if key in evaluation:
+                raise InvalidInput(
+                    f"{key} given twice", [detail(key, "also given in evaluation; give it once")]
+                )
+            evaluation[key] = query[key]
+    if payload["evaluation"] == {} and not query.get("evaluation"):
+        del payload["evaluation"]
     return payload
 
 

@@ -157,7 +157,7 @@ def json_value(raw: bytes) -> Any:
 
 def validate(value: Any) -> PredictQuery:
     """The query of our own body read as JSON (``json_value``), validated as FastAPI validates a
-    ``PredictRequest`` body: no body is "Field required", anything else the model's 422s."""
+    ``PredictRequest`` body: no body says which fields to send, anything else the model's 422s."""
     body = validated(PredictRequest, value)
     return PredictQuery(body.model, body.X, body.feature_names, list(body.outputs), body.level)
 

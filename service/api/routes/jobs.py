@@ -34,7 +34,7 @@ def list_jobs(
 
 @router.get("/{job_id}", response_model=JobView, responses=error_responses(404, 422, 503))
 def get_job(job_id: JobId, jobs: JobsDep) -> Any:
-    """Status, progress 0..1, the model id when done, the error when failed."""
+    """Status, progress 0..1, the model id and version when done, the error when failed."""
     return jobs.get(job_id)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query, Request, Response
 
@@ -13,7 +13,15 @@ from service.api.params import Level, ModelRef, Scale
 from service.inference import predict as prediction
 from service.plots.trace import trace_png
 from service.repository.store import ModelStore
-from service.schemas.models import AliasList, AliasUpdate, ModelList, ModelRecord, Posterior
+from service.schemas.models import (
+    AliasList,
+    AliasUpdate,
+    ModelList,
+    ModelRecord,
+    ModelSummary,
+    ModelSummaryList,
+    Posterior,
+)
 from service.schemas.names import ALIAS_PATTERN, NAME_PATTERN
 from service.schemas.predict import DEFAULT_LEVEL
 
@@ -22,6 +30,12 @@ router = APIRouter(prefix="/models", tags=["models"], route_class=BodyRoute)
 Name = Annotated[str, Path(pattern=NAME_PATTERN, max_length=64, description="Model name.")]
 Alias = Annotated[str, Path(pattern=ALIAS_PATTERN, max_length=32, description="Alias.")]
 TAG_FILTER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}(=.{0,256})?$"
+View = Annotated[
+    Literal["compact", "full"],
+    Query(
+        description="compact: id, name, version, aliases, type, created, accuracy; full: records."
+    ),
+]
 PNG_RESPONSE: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "PNG: trace of every chain (left), pooled density with mean and interval.",
@@ -30,9 +44,18 @@ PNG_RESPONSE: dict[int | str, dict[str, Any]] = {
 }
 
 
-@router.get("", response_model=ModelList, responses=error_responses(422, 503))
+def listing(items: list[dict[str, Any]], total: int, limit: int, offset: int, view: str) -> Any:
+    """One page of a list in the view asked for."""
+    if view == "full":
+        return ModelList(items=items, total=total, limit=limit, offset=offset)
+    summaries = [ModelSummary.of(item) for item in items]
+    return ModelSummaryList(items=summaries, total=total, limit=limit, offset=offset)
+
+
+@router.get("", response_model=ModelSummaryList | ModelList, responses=error_responses(422, 503))
 def list_models(
     store: StoreDep,
+    view: View = "compact",
     name: Annotated[str | None, Query(pattern=NAME_PATTERN, max_length=64)] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
     offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
@@ -56,15 +79,15 @@ def list_models(
         ),
     ] = None,
 ) -> Any:
-    """Model records, newest first; page by limit/offset or page/page_size; filter by name,
-    model type, alias and tag."""
+    """Models, newest first (compact; `?view=full` for the records); page by limit/offset or
+    page/page_size; filter by name, model type, alias and tag."""
     if page is not None or page_size is not None:
         limit = page_size or limit
         offset = ((page or 1) - 1) * limit
     items, total = store.list_records(
         name=name, limit=limit, offset=offset, model_type=model_type, alias=alias, tag=tag
     )
-    return {"items": items, "total": total, "limit": limit, "offset": offset}
+    return listing(items, total, limit, offset, view)
 
 
 def resolved(ref: str, store: ModelStore, request: Request) -> str:
@@ -74,18 +97,24 @@ def resolved(ref: str, store: ModelStore, request: Request) -> str:
     return model_id
 
 
-@router.get("/{name}/versions", response_model=ModelList, responses=error_responses(404, 422, 503))
+@router.get(
+    "/{name}/versions",
+    response_model=ModelSummaryList | ModelList,
+    responses=error_responses(404, 422, 503),
+)
 def list_versions(
     name: Name,
     store: StoreDep,
+    view: View = "compact",
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
 ) -> Any:
-    """Every version of one name, newest first (404 for an unknown name)."""
+    """Every version of one name, newest first (compact; `?view=full` for the records; 404 for
+    an unknown name)."""
     items, total = store.list_records(name=name, limit=limit, offset=offset)
     if total == 0:
         store.registry.aliases_of(name)  # 404 unless the name exists (all versions deleted)
-    return {"items": items, "total": total, "limit": limit, "offset": offset}
+    return listing(items, total, limit, offset, view)
 
 
 @router.get("/{ref}", response_model=ModelRecord, responses=error_responses(404, 422, 503))

@@ -16,6 +16,7 @@ from service.schemas.jobs import JobView
 from service.schemas.models import ModelRecord
 from service.schemas.train import TrainRequest
 from service.training.tasks import prepare_task
+from service.wire.csv_bodies import TRAIN_QUERY
 
 router = APIRouter(tags=["train"], route_class=CsvRoute)
 
@@ -23,14 +24,6 @@ CSV_BODY = (
     "CSV with a header row: the `target` column holds the labels, every other column is a "
     "feature named by its header."
 )
-CSV_QUERY = {
-    "model_type": "model type (required)",
-    "target": "label column (required)",
-    "name": "model name",
-    "params": "params as a JSON object",
-    "test_fraction": "hold out this share for evaluation",
-    "background": "true to answer 202 with a job",
-}
 ACCEPTED = {
     "model": JobView,
     "description": "Training started in the background; poll the job at Location.",
@@ -50,7 +43,7 @@ def wants_async(body: Any, prefer: str | None) -> bool:
     responses={202: ACCEPTED, **error_responses(400, 409, 422, 429, 503)},
     openapi_extra=csv_openapi(
         CSV_BODY,
-        CSV_QUERY,
+        TRAIN_QUERY,
         example=IRIS_CSV,
         query_examples={"model_type": "lda", "target": "species", "name": DEFAULT_MODEL},
     ),

@@ -43,6 +43,31 @@ def test_list_is_newest_first_paged_and_filtered(client, three):
     assert named["total"] == 2 and {m["version"] for m in named["items"]} == {1, 2}
 
 
+def test_lists_are_compact_unless_full_is_asked_for(module_client, shared_three, iris):
+    X, y = iris
+    body = train_body(X, y, name="cv-headline", evaluation={"cv": 3})
+    cv_model = module_client.post("/train", json=body).json()
+    compact = module_client.get("/models", params={"limit": 1}).json()["items"][0]
+    assert compact == {
+        "model_id": cv_model["model_id"],
+        "name": "cv-headline",
+        "version": 1,
+        "aliases": [],
+        "model_type": "lda",
+        "created_at": cv_model["created_at"],
+        "accuracy": cv_model["metrics"]["cv"]["mean"]["accuracy"],
+        "accuracy_on": "cv",
+    }
+    (train_only,) = module_client.get("/models/b/versions").json()["items"]
+    assert train_only["accuracy_on"] == "train"
+    assert train_only["accuracy"] == shared_three[2]["metrics"]["train"]["accuracy"]
+    full = module_client.get("/models", params={"view": "full", "name": "b"}).json()["items"]
+    assert full == [module_client.get("/models/b").json()]
+    versions = module_client.get("/models/a/versions", params={"view": "full"}).json()["items"]
+    assert [v["params"] for v in versions] == [shared_three[1]["params"], shared_three[0]["params"]]
+    assert module_client.get("/models", params={"view": "all"}).status_code == 422
+
+
 @pytest.mark.parametrize(
     "params", [{"limit": 0}, {"offset": -1}, {"page": 0}, {"name": "../x"}, {"page_size": 5000}]
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 import time
 
 import httpx
@@ -20,6 +21,7 @@ pytestmark = pytest.mark.slow
 MODEL_TYPE = "kernel_svm"
 PARAMS = {"C": 1.0, "kernel": "rbf", "probability": True, "random_state": 0}
 CURL_BLOCK = re.compile(r"```bash\n(.*?)```", re.DOTALL)
+PYTHON_BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
 
 
 def test_predictions_survive_a_restart(tmp_path):
@@ -60,6 +62,12 @@ def readme_examples() -> str:
     blocks = CURL_BLOCK.findall(section)
     assert len(blocks) >= 6, "README lost some of its curl examples"
     return "\n".join(blocks)
+
+
+def readme_binary_example() -> str:
+    """The README's Python block that sends binary tensor data."""
+    (block,) = [b for b in PYTHON_BLOCK.findall((ROOT / "README.md").read_text()) if "binary" in b]
+    return block
 
 
 def wait_for(predicate, timeout: float = 90.0) -> None:
@@ -117,3 +125,8 @@ def test_readme_curl_examples_run_against_a_live_server(tmp_path):
         ).json()
         assert stable["version"] == 1
         assert httpx.get(f"{url}/models", params={"name": "iris-csv"}).json()["total"] == 1
+        binary = readme_binary_example().replace("localhost:8000", f"127.0.0.1:{port}")
+        printed = subprocess.run(
+            [sys.executable, "-c", binary], capture_output=True, text=True, timeout=60, check=True
+        ).stdout
+        assert printed.startswith("[{'name': 'label'") and "setosa" in printed, printed

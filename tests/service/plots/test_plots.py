@@ -160,3 +160,27 @@ def test_long_traces_are_thinned():
     for line, chain in zip(lines, draws, strict=True):
         assert len(line.get_xdata()) <= trace_plot.MAX_TRACE_POINTS
         np.testing.assert_array_equal(line.get_ydata(), chain[::4])
+
+
+def test_boundary_title_names_only_the_margins_in_the_window():
+    from service.plots.boundary import lines_drawn
+
+    assert lines_drawn(None) == "class boundaries"
+    assert lines_drawn(np.array([-3.0, 0.0, 3.0])) == "decision 0 and margins ±1"
+    assert lines_drawn(np.array([-0.5, 0.5])).endswith("(the margins ±1 are outside this window)")
+    one = lines_drawn(np.array([-0.5, 2.0]))
+    assert one == "decision 0 and margin +1 (the other is outside this window)"
+
+
+def test_compare_names_only_the_largest_coefficients(client):
+    from service.plots.compare import MAX_LABELS, labelled
+
+    svm, bayes = np.array([0.1, -600.0, 0.0, 2.0]), np.array([0.0, -550.0, 3.0, 1.0])
+    assert labelled(svm, bayes).tolist() == [1, 2, 3, 0]
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 30)) * np.logspace(-2, 2, 30)  # scales from 0.01 to 100
+    y = (X[:, 0] / 0.01 + X[:, 29] / 100 + rng.normal(size=120) > 0).astype(int)
+    body = train_body(X, y, "em_svm", params={"alpha": 2.0}, name="wide")
+    assert client.post("/train", json=body).status_code == 201
+    assert_png(client.get("/models/wide/compare.png"))
+    assert MAX_LABELS < 30

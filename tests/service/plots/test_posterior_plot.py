@@ -120,3 +120,16 @@ def test_render_handles_constant_draws_and_dollar_signs():
         draws=np.zeros((2, 30)), name="price_$_$", mean=0.0, lower=0.0, upper=0.0, level=0.9
     )
     assert size_of(trace_png(trace))[0] > 0
+
+
+def test_the_plot_shows_the_interval_of_the_level_asked_for(client, mcmc_id, monkeypatch):
+    import service.api.routes.models as routes
+
+    shown = []
+    monkeypatch.setattr(routes, "trace_png", lambda trace: shown.append(trace) or b"png")
+    assert plot(client, mcmc_id, coef="texture", level=0.9).status_code == 200
+    posterior = client.get(f"/models/{mcmc_id}/posterior", params={"level": 0.9}).json()
+    (row,) = [c for c in posterior["coefficients"] if c["name"] == "texture"]
+    (trace,) = shown
+    assert trace.level == 0.9
+    assert (trace.lower, trace.upper) == pytest.approx((row["lower"], row["upper"]))

@@ -218,11 +218,22 @@ def test_job_routes(client, iris):
     job_id = client.app.state.jobs.submit(slow_task(seconds=120.0))["job_id"]
     view = client.get(f"/jobs/{job_id}").json()
     assert view["status"] in ("queued", "running") and view["model_type"] == "slow"
+    assert view["model_id"] is None and view["version"] is None
     assert client.delete(f"/jobs/{job_id}").json()["status"] == "cancelled"
     assert client.get(f"/jobs/{job_id}").json()["status"] == "cancelled"
     X, y = iris
     done = client.post("/train", json=train_body(X, y, background=True)).json()
     finished = wait_for_job(client, done["job_id"])
+    again = wait_for_job(
+        client, client.post("/train", json=train_body(X, y, background=True)).json()["job_id"]
+    )
+    assert (finished["version"], again["version"]) == (1, 2)  # the stored model's, with model_id
+    assert client.get(f"/models/{again['model_id']}").json()["version"] == 2
+    listed = client.get("/jobs", params={"status": "succeeded"}).json()["items"]
+    assert {(j["model_id"], j["version"]) for j in listed} == {
+        (finished["model_id"], 1),
+        (again["model_id"], 2),
+    }
     assert client.delete(f"/jobs/{done['job_id']}").json() == finished
     assert client.get("/jobs/j_" + "0" * 32).status_code == 404
     assert client.get("/jobs/../etc").status_code in (404, 422)

@@ -135,6 +135,72 @@ def test_bad_csv_is_422_naming_the_field(client, csv_text, params, field):
     assert field in [d["field"] for d in r.json()["details"]]
 
 
+def csv_train(client, iris, **query):
+    X, y = iris
+    params = {"model_type": "lda", "target": "species", **query}
+    content = to_csv(X, y, ["sl", "sw", "pl", "pw"])
+    return client.post(
+        "/train", params=params, content=content, headers={"content-type": "text/csv"}
+    )
+
+
+def test_csv_train_reaches_cross_validation_and_the_split(client, iris):
+    rec = csv_train(client, iris, cv="3", test_fraction="0.2").json()
+    assert rec["metrics"]["cv"]["k"] == 3 and rec["metrics"]["heldout"]["n_samples"] == 30
+    rec = csv_train(client, iris, evaluation='{"cv": 4, "random_state": 7}').json()
+    assert rec["metrics"]["cv"]["k"] == 4 and rec["metrics"]["cv"]["random_state"] == 7
+
+
+def test_csv_train_reaches_search_and_every_other_field(client, iris):
+    r = csv_train(
+        client,
+        iris,
+        model_type="linear_svm",
+        search='{"C": [0.1, 1.0]}',
+        search_scoring="f1",
+        evaluation='{"cv": 3, "random_state": 0}',
+        tags='{"team": "iris"}',
+        description="from CSV",
+        preprocess="none",
+        name="csv-search",
+        background="false",
+    )
+    assert r.status_code == 201, r.text
+    rec = r.json()
+    assert rec["search"]["scoring"] == "f1" and rec["search"]["k"] == 3
+    assert rec["tags"] == {"team": "iris"} and rec["description"] == "from CSV"
+
+
+def test_csv_train_query_covers_the_json_body():
+    from service.schemas.train import TrainRequestBase
+    from service.wire.csv_bodies import TRAIN_QUERY
+
+    rows = {"X", "y", "feature_names"}
+    assert set(TrainRequestBase.model_fields) - rows | {"model_type", "params"} <= set(TRAIN_QUERY)
+
+
+@pytest.mark.parametrize(
+    ("query", "field", "words"),
+    [
+        ({"cv": "3", "evaluation": '{"cv": 3}'}, "cv", "also given in evaluation"),
+        ({"evaluation": "{cv: 3}"}, "evaluation", "must be a JSON object"),
+        ({"cvv": "3"}, "cvv", "did you mean 'cv'?"),
+        ({"search": '{"Cc": [1]}', "model_type": "linear_svm"}, "search.Cc", "did you mean 'C'?"),
+    ],
+)
+def test_bad_csv_query_is_422_naming_it(client, iris, query, field, words):
+    r = csv_train(client, iris, **query)
+    assert r.status_code == 422, r.text
+    assert words in {d["field"]: d["problem"] for d in r.json()["details"]}[field]
+
+
+def test_csv_query_on_a_json_training_is_422(client, iris):
+    X, y = iris
+    r = client.post("/train", params={"cv": "3"}, json=train_body(X, y))
+    assert r.status_code == 422
+    assert r.json()["details"][0]["field"] == "cv"
+
+
 def test_non_utf8_csv_is_400(client):
     r = client.post(
         "/train",
