@@ -38,6 +38,7 @@ BASE = "python:3.11-slim"  # the Dockerfile's FROM, and Debian bookworm's python
 STAND_IN = f"localhost/{BASE}"
 IMAGE = "localhost/bsvm:test"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
+HOST_SOURCES = Path("/etc/apt/sources.list.d/debian.sources")
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
 READY_TIMEOUT_S = 60.0
 API_KEY = "container-test-key"
@@ -75,8 +76,18 @@ def podman(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return {**os.environ, "CONTAINERS_CONF": str(conf)}
 
 
+def debian_mirror() -> str:
+    """The Debian mirror this machine's apt uses (the one CI can reach), else deb.debian.org."""
+    if HOST_SOURCES.exists():
+        for uri in re.findall(r"^URIs:\s*(\S+)", HOST_SOURCES.read_text(), re.M):
+            if uri.rstrip("/").endswith("/debian"):
+                return uri
+    return DEBIAN_MIRROR
+
+
 def build_stand_in(env: dict[str, str], workdir: Path) -> None:
-    """Debian bookworm with python3 and pip (pip may install system-wide) as ``STAND_IN``."""
+    """Debian bookworm with python3 and pip (pip may install system-wide) as ``STAND_IN``,
+    without documentation (as the slim images)."""
     tarball = workdir / "base.tar"
     subprocess.run(
         [
@@ -84,10 +95,13 @@ def build_stand_in(env: dict[str, str], workdir: Path) -> None:
             "--quiet",
             "--variant=minbase",
             "--include=python3,python3-pip,python-is-python3,ca-certificates",
+            "--dpkgopt=path-exclude=/usr/share/doc/*",
+            "--dpkgopt=path-exclude=/usr/share/man/*",
+            "--dpkgopt=path-exclude=/usr/share/locale/*",
             '--customize-hook=rm -f "$1"/usr/lib/python3*/EXTERNALLY-MANAGED',
             "bookworm",
             str(tarball),
-            DEBIAN_MIRROR,
+            debian_mirror(),
         ],
         check=True,
         capture_output=True,
