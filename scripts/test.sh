@@ -25,6 +25,18 @@ if [ ! -x /usr/bin/chromium ]; then
         exit 1
     fi
 fi
+# podman, runc and mmdebstrap for the container test (tests/service/app/test_container.py): it
+# builds the Dockerfile on a local stand-in base and runs the image on the host's network
+if ! command -v podman >/dev/null 2>&1 || ! command -v runc >/dev/null 2>&1 \
+    || ! command -v mmdebstrap >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+            podman buildah runc mmdebstrap >/dev/null
+    else
+        echo "the container test needs podman, runc and mmdebstrap: install them" >&2
+        exit 1
+    fi
+fi
 if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi

@@ -123,6 +123,14 @@ class Settings(BaseSettings):
         "for this long, then fails with the reason. A synchronous training answers 503 "
         "(`STORE_UNAVAILABLE` or `DATABASE_UNAVAILABLE`, with `Retry-After`) instead of waiting.",
     )
+    startup_timeout_s: float = Field(
+        30.0,
+        ge=0.0,
+        description="At start, `python -m service` retries opening the registry and the artifact "
+        "store (a data folder it cannot write, a database it cannot reach) with backoff for this "
+        "long, then exits with status 1 and one log line naming the cause, so that an "
+        "orchestrator restarts it. Once the server runs, an outage answers 503 instead.",
+    )
     sweep_grace_s: float = Field(
         3600.0,
         ge=0.0,

@@ -143,3 +143,24 @@ def test_the_readme_documents_exactly_the_settings():
     rows = [line for line in readme.splitlines() if line.startswith("| `BSVM_")]
     documented = {name for row in rows for name in re.findall(r"`(BSVM_[A-Z0-9_]+)`", row)}
     assert settings <= documented, settings - documented
+
+
+def test_nginx_resolves_the_replicas_again_while_it_runs(services, replicas):
+    """A restarted replica may come back on a new address: nginx must look its name up again
+    (``resolve`` on each upstream server, with a ``resolver``), not keep the address of its start."""
+    (lb,) = [s for s in services.values() if s.get("image", "").startswith("nginx:")]
+    major, minor = (int(part) for part in lb["image"].split(":")[1].split("-")[0].split(".")[:2])
+    assert (major, minor) >= (1, 28)  # `resolve` in an upstream: open-source nginx since 1.27.3
+    (config,) = lb["configs"]
+    # the image's entrypoint fills a template in with the container's DNS servers
+    assert config["target"] == "/etc/nginx/templates/default.conf.template"
+    assert environment(lb)["NGINX_ENTRYPOINT_LOCAL_RESOLVERS"] == "1"
+    raw = yaml.safe_load((ROOT / "compose.yaml").read_text())
+    template = raw["configs"][config["source"]]["content"]
+    # compose turns $$ into $; nginx's entrypoint then substitutes ${NGINX_LOCAL_RESOLVERS}
+    assert re.search(r"^resolver \$\$\{NGINX_LOCAL_RESOLVERS\} valid=\d+s;$", template, re.M)
+    upstream = re.search(r"upstream (\w+) \{(.*?)\}", template, re.S)
+    assert upstream is not None and f"proxy_pass http://{upstream[1]};" in template
+    assert re.search(r"^\s*zone \w+ \d+k;$", upstream[2], re.M)  # `resolve` needs shared memory
+    servers = re.findall(r"^\s*server (\S+) resolve;$", upstream[2], re.M)
+    assert sorted(servers) == sorted(f"{name}:8000" for name in replicas)

@@ -50,8 +50,14 @@ def test_hadolint_passes():
 
 
 def test_slim_python_base(instructions):
-    (base,) = args_of(instructions, "FROM")
-    assert re.fullmatch(r"python:3\.1[1-9]-slim(-\w+)?", base)
+    bases = [rest.split()[0] for rest in args_of(instructions, "FROM")]
+    assert bases and all(re.fullmatch(r"python:3\.1[1-9]-slim(-\w+)?", base) for base in bases)
+
+
+def final_stage(instructions) -> list[tuple[str, str]]:
+    """The instructions of the last stage (the image that runs)."""
+    starts = [i for i, (kw, _) in enumerate(instructions) if kw == "FROM"]
+    return instructions[starts[-1] :]
 
 
 def test_runs_as_non_root(instructions):
@@ -96,8 +102,6 @@ def test_the_command_reads_every_setting(instructions):
 
 def test_extras_are_a_build_argument(instructions):
     assert "EXTRAS=service" in args_of(instructions, "ARG")
-    (install,) = [run for run in args_of(instructions, "RUN") if "pip install" in run]
-    assert '"./[${EXTRAS}]"' in install
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
         "optional-dependencies"
     ]
@@ -105,12 +109,32 @@ def test_extras_are_a_build_argument(instructions):
         assert extra in extras
 
 
-def test_dependencies_come_from_pyproject(instructions):
-    copies = " ".join(args_of(instructions, "COPY"))
-    assert "pyproject.toml" in copies
-    assert any("pip install" in run and "./[" in run for run in args_of(instructions, "RUN"))
+def test_dependencies_install_with_the_constraints_before_the_source_is_copied(instructions):
+    # the image runs the versions CI tested, and a change of the source reuses the install layer
+    final = final_stage(instructions)
+    runs = [(i, rest) for i, (kw, rest) in enumerate(final) if kw == "RUN"]
+    (deps_at, deps) = next((i, run) for i, run in runs if "-r " in run and "pip install" in run)
+    assert "-c /tmp/deps/constraints.txt" in deps and "${EXTRAS}" in deps
+    assert "pyproject.toml" in deps  # the requirements come from pyproject.toml
+    copies = [(i, rest) for i, (kw, rest) in enumerate(final) if kw == "COPY"]
+    (deps_copy,) = [rest for i, rest in copies if i < deps_at]
+    assert deps_copy.split()[:-1] == ["pyproject.toml", "constraints.txt"]
+    later = " ".join(rest for i, rest in copies if i > deps_at)
+    assert "--from=wheel" in later and "service" not in later.split()
+
+
+def test_the_image_runs_the_installed_wheel_not_a_source_tree(instructions):
+    # python -m service puts the working directory first on sys.path: it must hold no source
+    wheel_stage = instructions[: [kw for kw, _ in instructions].index("FROM", 1)]
+    copied = " ".join(args_of(wheel_stage, "COPY")).split()
     for source in ("pyproject.toml", "README.md", "bsvm_core", "service"):
-        assert source in copies.split() and (ROOT / source).exists(), source
+        assert source in copied and (ROOT / source).exists(), source
+    assert any("pip wheel" in run and "--no-deps" in run for run in args_of(wheel_stage, "RUN"))
+    final = final_stage(instructions)
+    installs = [run for run in args_of(final, "RUN") if ".whl" in run]
+    assert len(installs) == 1 and "--no-deps" in installs[0] and "pip check" in installs[0]
+    (workdir,) = args_of(final, "WORKDIR")
+    assert workdir not in ("/src", "/app")
 
 
 def test_dockerignore_keeps_the_context_small():
