@@ -28,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from scipy import special
 
+from ._blas import single_blas_thread
 from .draw_order import draw_order, group_rows, n_groups_for
 
 DEFAULT_MAX_BYTES = 64 * 2**20
@@ -341,8 +342,8 @@ def projection_quantiles(
 
     if n_threads == 1:
         run(segments[0])
-    else:
-        with ThreadPoolExecutor(n_threads) as pool:
+    else:  # the threads are the parallelism: each one's BLAS products run on its own core
+        with single_blas_thread(), ThreadPoolExecutor(n_threads) as pool:
             list(pool.map(run, segments))
     return result
 

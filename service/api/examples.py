@@ -23,6 +23,9 @@ IRIS_CSV = "sepal_length,sepal_width,species\n" + "".join(
 )
 NEW_ROWS = [[5.0, 3.3], [6.5, 2.8]]
 DEFAULT_MODEL = "iris-demo"
+TRAIN_CSV_QUERY = {"model_type": "lda", "target": "species", "name": DEFAULT_MODEL}
+"""The query that trains ``IRIS_CSV`` (not an OpenAPI example: Swagger UI would send it with the
+JSON example too, where a query parameter is a 422)."""
 
 #: model type -> (model name, summary, params); the kernel SVM first: Swagger UI's default.
 EXAMPLE_PARAMS: dict[str, tuple[str, str, dict[str, Any]]] = {

@@ -43,8 +43,8 @@ def known_query(route: Any) -> frozenset[str]:
 def check_query(scope: Scope, route: Any) -> None:
     """422 naming every query parameter ``route`` does not declare (nothing to do without one)."""
     raw = scope.get("query_string")
-    if not raw or route is None:
-        return
+    if not raw or route is None or not getattr(route, "include_in_schema", True):
+        return  # pages for people (/ui, /docs) take what their links carry
     known = known_query(route)
     unknown = [name for name in dict.fromkeys(QueryParams(raw).keys()) if name not in known]
     if unknown:

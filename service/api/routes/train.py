@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 
 from service.api.csv_route import CsvRoute, csv_openapi
 from service.api.deps import JobsDep, ModelTypesDep, SettingsDep, StoreDep
-from service.api.examples import DEFAULT_MODEL, IRIS_CSV, train_examples
+from service.api.examples import IRIS_CSV, train_examples
 from service.api.openapi import error_responses
 from service.model_types import model_types
 from service.schemas.jobs import JobView
@@ -22,7 +22,8 @@ router = APIRouter(tags=["train"], route_class=CsvRoute)
 
 CSV_BODY = (
     "CSV with a header row: the `target` column holds the labels, every other column is a "
-    "feature named by its header."
+    "feature named by its header. The query names the model type and the target, e.g. "
+    "`?model_type=lda&target=species&name=iris-demo` for the example."
 )
 ACCEPTED = {
     "model": JobView,
@@ -45,7 +46,6 @@ def wants_async(body: Any, prefer: str | None) -> bool:
         CSV_BODY,
         TRAIN_QUERY,
         example=IRIS_CSV,
-        query_examples={"model_type": "lda", "target": "species", "name": DEFAULT_MODEL},
     ),
 )
 def train(

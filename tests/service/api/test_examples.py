@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from service.api.examples import TRAIN_CSV_QUERY
 from service.model_types import model_types
 
 
@@ -68,9 +69,10 @@ def query_examples(operation: dict) -> dict[str, str]:
 def test_the_csv_examples_train_and_predict(client, doc):
     for path, status in (("/train", 201), ("/predict", 200)):
         operation = doc["paths"][path]["post"]
+        query = TRAIN_CSV_QUERY if path == "/train" else query_examples(operation)
         r = client.post(
             path,
-            params=query_examples(operation),
+            params=query,
             content=operation["requestBody"]["content"]["text/csv"]["example"],
             headers={"Content-Type": "text/csv"},
         )
