@@ -51,8 +51,7 @@ from service.wire.media import (
     BINARY_MEDIA_TYPE,
     CSV_MEDIA_TYPE,
     JSON_MEDIA_TYPE,
-    is_csv,
-    is_json,
+    is_json_media,
     media_type,
     unsupported,
 )
@@ -95,7 +94,17 @@ class Call:
     """One predict request as the pipeline reads it: the ASGI scope, the body, and the three
     headers it looks at, read in one pass over the scope (no ``Request`` or ``Headers`` object)."""
 
-    __slots__ = ("_query", "accept", "binary_length", "body", "content_type", "scope")
+    __slots__ = (
+        "_query",
+        "accept",
+        "binary_length",
+        "body",
+        "content_type",
+        "csv",
+        "json",
+        "media",
+        "scope",
+    )
 
     def __init__(self, scope: Scope, body: bytes) -> None:
         self.scope, self.body = scope, body
@@ -107,6 +116,9 @@ class Call:
         self.content_type = found.get(b"content-type")
         self.accept = found.get(b"accept")
         self.binary_length = found.get(v2_binary.HEADER_KEY)
+        self.media = media_type(self.content_type)
+        self.json = is_json_media(self.media)
+        self.csv = self.media == CSV_MEDIA_TYPE
 
     @property
     def query(self) -> QueryParams:
@@ -195,7 +207,7 @@ def _json_object(raw: bytes) -> dict[str, Any] | None:
 
 def _binary_length(call: Call) -> str | None:
     """``Inference-Header-Content-Length``; 422 when a binary body comes without it."""
-    if call.binary_length is None and media_type(call.content_type) == BINARY_MEDIA_TYPE:
+    if call.binary_length is None and call.media == BINARY_MEDIA_TYPE:
         problem = f"is required with {BINARY_MEDIA_TYPE}: {v2_binary.MEANING}"
         raise invalid(v2_binary.HEADER, problem, "bad header")
     return call.binary_length
@@ -218,9 +230,9 @@ async def predict(call: Call) -> Response:
     length = _binary_length(call)
     if length is not None:
         return await binary_infer(call, length, require_model(call.query.get("model")), "model")
-    csv = is_csv(content_type)
+    csv = call.csv
     if not csv:
-        query = ours.fast_body(body) if is_json(content_type) else None
+        query = ours.fast_body(body) if call.json else None
         if query is None:
             value = await off_loop_when_large(body, lambda: _json_object(body))
             fmt = sniff.body_format(value) if value is not None else None
@@ -231,7 +243,7 @@ async def predict(call: Call) -> Response:
         store = call.state.store
         query = await run_in_threadpool(csv_bodies.decode_predict, body, call.query, store)
     elif query is None:
-        if not is_json(content_type) and (content_type is not None or body):
+        if not call.json and (content_type is not None or body):
             raise unsupported(content_type, ACCEPTED)
         value = await off_loop_when_large(body, lambda: ours.json_value(body))
         store_of(call.state)  # 503 before the fields are checked, as FastAPI's dependencies
@@ -264,7 +276,7 @@ async def infer(call: Call) -> Response:
     if length is not None:
         return await binary_infer(call, length, ref, field)
     body, content_type = call.body, call.content_type
-    if not is_json(content_type) and (content_type is not None or body):
+    if not call.json and (content_type is not None or body):
         raise unsupported(content_type, (JSON_MEDIA_TYPE,))
 
     value = await off_loop_when_large(body, lambda: ours.json_value(body))

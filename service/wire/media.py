@@ -19,7 +19,11 @@ def media_type(content_type: str | None) -> str:
 
 def is_json(content_type: str | None) -> bool:
     """True for ``application/json`` and ``application/*+json`` (any parameters)."""
-    kind = media_type(content_type)
+    return is_json_media(media_type(content_type))
+
+
+def is_json_media(kind: str) -> bool:
+    """``is_json`` of a media type already read by ``media_type``."""
     return kind == JSON_MEDIA_TYPE or (kind.startswith("application/") and kind.endswith("+json"))
 
 
