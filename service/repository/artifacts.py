@@ -59,6 +59,9 @@ _ROW_BATCH = 500
 S3_CONNECT_TIMEOUT_S = 5.0
 STORE_TIMEOUT_S = 30.0
 """The default bound of one store call (``BSVM_STORE_TIMEOUT_S``)."""
+FIRST_CALL_S = 10.0
+"""The least bound of an S3 store's first successful call, which also builds its client (TLS
+context, credentials): 1.5 s and more on a busy machine, none of it a wait on the store."""
 
 HasRows = Callable[[list[str]], set[str]]
 
@@ -120,6 +123,7 @@ class ArtifactStore:
         self, url: str, *, endpoint_url: str | None = None, timeout_s: float = STORE_TIMEOUT_S
     ) -> None:
         self.timeout_s = timeout_s
+        self._set_up = False  # the first S3 call also builds the client (TLS context, credentials)
         self.outage = Outage("store")
         protocol, _, rest = url.partition("://")
         if protocol == "file":
@@ -156,6 +160,8 @@ class ArtifactStore:
         ``FileExistsError`` as they come."""
         timeout = self.timeout_s if timeout_s is None else timeout_s
         if not self.local:
+            if not self._set_up:  # not a wait on the store: loading CA certificates takes a while
+                timeout = max(timeout, FIRST_CALL_S)
             kwargs["timeout"] = timeout  # fsspec's sync(): cancels the call on the store's loop
         try:
             result = getattr(self.fs, method)(*args, **kwargs)
@@ -171,6 +177,7 @@ class ArtifactStore:
         except Exception as exc:  # refused, reset, 5xx, denied: the store is not usable now
             self.outage.failed(exc)
             raise StoreUnavailable("the artifact store is not answering; retry shortly") from exc
+        self._set_up = True
         self.outage.answered()
         return result
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 
+from service.errors import StoreUnavailable
 from service.repository.database import Database
 from service.repository.store import ModelStore
 from service.settings import Settings
@@ -34,7 +35,13 @@ def open_store(settings: Settings) -> ModelStore:
     db = Database(settings.registry_url)
     db.migrate()
     store = ModelStore(settings, db)
-    removed = store.sweep(settings.sweep_grace_s)
+    try:
+        removed = store.sweep(settings.sweep_grace_s)
+    except (
+        StoreUnavailable
+    ):  # housekeeping: the next start sweeps; readiness says the store is down
+        logger.warning("the artifact store is not answering: crash debris not swept this start")
+        return store
     if removed:
         logger.warning("removed %d leftovers of interrupted saves: %s", len(removed), removed[:5])
     return store
