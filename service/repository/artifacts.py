@@ -59,9 +59,9 @@ _ROW_BATCH = 500
 S3_CONNECT_TIMEOUT_S = 5.0
 STORE_TIMEOUT_S = 30.0
 """The default bound of one store call (``BSVM_STORE_TIMEOUT_S``)."""
-FIRST_CALL_S = 10.0
-"""The least bound of an S3 store's first successful call, which also builds its client (TLS
-context, credentials): 1.5 s and more on a busy machine, none of it a wait on the store."""
+SET_UP_S = 10.0
+"""The bound of ``warm_up``: an S3 store's first call also builds its client (TLS context,
+credentials), 1.5 s and more on a busy machine, none of it a wait on the store."""
 
 HasRows = Callable[[list[str]], set[str]]
 
@@ -123,7 +123,6 @@ class ArtifactStore:
         self, url: str, *, endpoint_url: str | None = None, timeout_s: float = STORE_TIMEOUT_S
     ) -> None:
         self.timeout_s = timeout_s
-        self._set_up = False  # the first S3 call also builds the client (TLS context, credentials)
         self.outage = Outage("store")
         protocol, _, rest = url.partition("://")
         if protocol == "file":
@@ -160,8 +159,6 @@ class ArtifactStore:
         ``FileExistsError`` as they come."""
         timeout = self.timeout_s if timeout_s is None else timeout_s
         if not self.local:
-            if not self._set_up:  # not a wait on the store: loading CA certificates takes a while
-                timeout = max(timeout, FIRST_CALL_S)
             kwargs["timeout"] = timeout  # fsspec's sync(): cancels the call on the store's loop
         try:
             result = getattr(self.fs, method)(*args, **kwargs)
@@ -177,9 +174,19 @@ class ArtifactStore:
         except Exception as exc:  # refused, reset, 5xx, denied: the store is not usable now
             self.outage.failed(exc)
             raise StoreUnavailable("the artifact store is not answering; retry shortly") from exc
-        self._set_up = True
         self.outage.answered()
         return result
+
+    def warm_up(self) -> bool:
+        """Build the S3 client and reach the store once, within ``SET_UP_S`` (at start, before
+        any request: loading CA certificates is no wait on the store); True when it answered."""
+        if self.local:
+            return True
+        try:
+            self._call("exists", self.root, timeout_s=max(self.timeout_s, SET_UP_S))
+        except StoreUnavailable:
+            return False
+        return True
 
     # -- keys ----------------------------------------------------------------------------------
     def _folder(self, model_id: str) -> str:

@@ -36,6 +36,8 @@ def open_store(settings: Settings) -> ModelStore:
     db.migrate()
     store = ModelStore(settings, db)
     try:
+        if not store.artifacts.warm_up():
+            raise StoreUnavailable("the artifact store is not answering")
         removed = store.sweep(settings.sweep_grace_s)
     except (
         StoreUnavailable

@@ -129,9 +129,11 @@ def test_a_deleted_model_is_never_a_stale_answer(database, stopped):
 
 @pytest.fixture()
 def proxied_store(s3_proxy: TcpProxy) -> ArtifactStore:
-    return ArtifactStore(
+    store = ArtifactStore(
         f"s3://{BUCKET}/{uuid.uuid4().hex}", endpoint_url=s3_proxy.url, timeout_s=1.5
     )
+    assert store.warm_up()  # its client built, as the server builds it at start
+    return store
 
 
 @pytest.mark.parametrize("mode", ["refuse", "hang"])
