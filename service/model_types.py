@@ -7,10 +7,10 @@ discriminated union built from this table.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from bsvm_core import LDA, QDA, BayesianSVM, KernelSVM, LinearSVM
 from service.schemas.params import (
     ECMEParams,
     EMParams,
@@ -29,10 +29,7 @@ class ModelSpec:
     """One model type: how to build its estimator, which params it takes, and what it can do."""
 
     model_type: str
-    estimator: type | str
-    """The estimator class, or its name in ``bsvm_core`` (imported at first use: scikit-learn,
-    which every estimator subclasses, takes a second to import, and a server starts sooner
-    without it)."""
+    estimator_class: type
     params_model: type[Params]
     fixed: dict[str, Any] = field(default_factory=dict)
     posterior: Literal["none", "mode", "draws"] = "none"
@@ -52,13 +49,6 @@ class ModelSpec:
     size_field: str = "X"
     """What to lower when the fitted model would be too large: a params field, or the data (X)."""
 
-    @property
-    def estimator_class(self) -> type:
-        """The estimator class (``bsvm_core``'s, imported now if named)."""
-        if isinstance(self.estimator, str):
-            return getattr(importlib.import_module("bsvm_core"), self.estimator)
-        return self.estimator
-
     def make_estimator(self, params: dict[str, Any]) -> Any:
         """A fresh estimator with ``params`` (plus this type's fixed ones, e.g. ``method``)."""
         estimator = self.estimator_class(**params, **self.fixed)
@@ -77,16 +67,16 @@ def model_types() -> ModelTypes:
     mode = {"posterior": "mode", "standardises": True, "margins": True}
     draws = {**mode, "posterior": "draws", "size_field": "params.n_draws"}
     specs = (
-        ModelSpec("linear_svm", "LinearSVM", LinearSVMParams, **svm),
-        ModelSpec("kernel_svm", "KernelSVM", KernelSVMParams, **svm),
-        ModelSpec("em_svm", "BayesianSVM", EMParams, {"method": "em"}, **mode, nu_path=True),
-        ModelSpec("ecme_svm", "BayesianSVM", ECMEParams, {"method": "ecme"}, **mode, nu_path=True),
-        ModelSpec("mcmc_svm", "BayesianSVM", MCMCParams, {"method": "mcmc"}, **draws),
+        ModelSpec("linear_svm", LinearSVM, LinearSVMParams, **svm),
+        ModelSpec("kernel_svm", KernelSVM, KernelSVMParams, **svm),
+        ModelSpec("em_svm", BayesianSVM, EMParams, {"method": "em"}, **mode, nu_path=True),
+        ModelSpec("ecme_svm", BayesianSVM, ECMEParams, {"method": "ecme"}, **mode, nu_path=True),
+        ModelSpec("mcmc_svm", BayesianSVM, MCMCParams, {"method": "mcmc"}, **draws),
         ModelSpec(
-            "spike_slab_svm", "BayesianSVM", SpikeSlabParams, {"method": "spike_slab"}, **draws
+            "spike_slab_svm", BayesianSVM, SpikeSlabParams, {"method": "spike_slab"}, **draws
         ),
-        ModelSpec("lda", "LDA", LDAParams),
-        ModelSpec("qda", "QDA", QDAParams),
+        ModelSpec("lda", LDA, LDAParams),
+        ModelSpec("qda", QDA, QDAParams),
     )
     return {spec.model_type: spec for spec in specs}
 

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import gc
-import importlib
 import logging
-import sys
-import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -45,24 +42,6 @@ DESCRIPTION = (
 )
 
 
-WARM_IMPORTS = ("bsvm_core", "sklearn.pipeline", "sklearn.preprocessing")
-"""What the first training or predict imports (scikit-learn alone takes a second): imported in
-the background once the server is ready, so neither the start nor the first request waits."""
-
-
-def _import_warm() -> None:
-    for name in WARM_IMPORTS:
-        importlib.import_module(name)
-    gc.freeze()  # the modules live as long as the process: out of the collector's way too
-
-
-def warm_up_imports() -> None:
-    """Import ``WARM_IMPORTS`` in a daemon thread unless they are imported already."""
-    if all(name in sys.modules for name in WARM_IMPORTS):
-        return
-    threading.Thread(target=_import_warm, daemon=True, name="bsvm-warm-imports").start()
-
-
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     """Open the repository, start the job queue and freeze the startup objects (``gc``); stop
@@ -93,7 +72,6 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     # collections walk only what requests make (p99 of 64 clients: 117-228 ms -> 27-55 ms);
     # gc.freeze is O(1), with no collection first (startup's little garbage waits for the end)
     gc.freeze()
-    warm_up_imports()
     try:
         yield
     finally:

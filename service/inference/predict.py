@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from bsvm_core.bayesian_summary import draw_summary
 from service.data_checks import as_matrix, check_feature_names, check_n_features
 from service.errors import Conflict, InvalidInput, detail
 from service.inference.batching import MicroBatcher
@@ -302,8 +303,6 @@ def coefficient_trace(
     j = 0 if column is None else column + 1  # the core puts the intercept first
     draws = estimator.coefficient_draws(scale)[problem, :, :, j]
     mean = float(estimator.coefficient_means(scale)[problem, j])
-    from bsvm_core.bayesian_summary import draw_summary  # at first use: see model_types
-
     stats = draw_summary(draws, level)
     notes = [f"{scale} scale", f"{draws.shape[0]} chains x {draws.shape[1]} draws"]
     if len(classes) > 2:

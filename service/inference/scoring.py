@@ -15,20 +15,13 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
 
 Scorer = Callable[[np.ndarray], Any]
-PIPELINE = ("sklearn.pipeline", "Pipeline")
-STANDARD_SCALER = ("sklearn.preprocessing._data", "StandardScaler")
-"""Exact types by module and name: a model's pickle imports them; the server starts without."""
 
 
-def _is(value: Any, kind: tuple[str, str]) -> bool:
-    """``type(value) is`` the class ``kind`` names (no subclass), without importing it."""
-    cls = type(value)
-    return cls.__module__ == kind[0] and cls.__qualname__ == kind[1]
-
-
-def standardize(X: np.ndarray, scaler: Any) -> np.ndarray:
+def standardize(X: np.ndarray, scaler: StandardScaler) -> np.ndarray:
     """``scaler.transform(X)`` for a dense float64 X: z = (x − mean_) / scale_ per column."""
     Z = X - scaler.mean_ if scaler.with_mean else X.copy()
     if scaler.with_std:
@@ -36,12 +29,12 @@ def standardize(X: np.ndarray, scaler: Any) -> np.ndarray:
     return Z
 
 
-def _scalers(estimator: Any) -> list[Any] | None:
+def _scalers(estimator: Any) -> list[StandardScaler] | None:
     """The fitted dense ``StandardScaler`` steps in front of a pipeline's model, else ``None``."""
-    if not _is(estimator, PIPELINE):
+    if type(estimator) is not Pipeline:
         return None
     steps = [step for _, step in estimator.steps[:-1] if step != "passthrough" and step is not None]
-    if not all(_is(step, STANDARD_SCALER) for step in steps):
+    if not all(type(step) is StandardScaler for step in steps):
         return None
     return steps
 

@@ -21,7 +21,9 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from sklearn.base import clone
 
+from bsvm_core import LinearSVM
 from service.model_types import ModelSpec
 
 logger = logging.getLogger("service.plots.data")
@@ -59,8 +61,6 @@ def regularisation_path(estimator: Any, X: np.ndarray, y: np.ndarray) -> dict[st
     The grid is walked outwards from the fitted ν in both directions, so each fit starts from its
     neighbour's mode.
     """
-    from sklearn.base import clone  # here, not at import: the server starts without scikit-learn
-
     grid = nu_grid(_centre_nu(estimator))
     centre = int(np.argmin(np.abs(np.log(grid / _centre_nu(estimator)))))
     base = clone(estimator).set_params(method="em", warm_start=True, n_jobs=1)
@@ -92,8 +92,6 @@ def regularisation_path(estimator: Any, X: np.ndarray, y: np.ndarray) -> dict[st
 
 def linear_comparison(estimator: Any, X: np.ndarray, y: np.ndarray) -> dict[str, Any]:
     """``LinearSVM`` coefficients at C = ν² on the Bayesian model's standardised data."""
-    from bsvm_core import LinearSVM  # here, not at import: the server starts without scikit-learn
-
     Z = (X - estimator.mean_) / estimator.scale_
     classes = estimator.classes_
     positives = classes[1:] if classes.size == 2 else classes

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 from joblib import Parallel, delayed
+from sklearn.base import clone
 
 from service.training.metrics import classification_metrics
 
@@ -101,8 +102,6 @@ def fit_fold(
     estimator: Any, X: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray, roc: bool
 ) -> dict[str, Any]:
     """Fit a clone on ``train`` and score it on ``test``: metrics (and the ROC curve)."""
-    from sklearn.base import clone  # at first use: the server starts without scikit-learn
-
     model = clone(estimator)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -185,8 +184,6 @@ def grid_search(
     progress: Callable[[float], None] | None = None,
 ) -> dict[str, Any]:
     """Mean and SD of ``scoring`` over the folds for each candidate; the best (first of ties)."""
-    from sklearn.base import clone
-
     splits = fold_indices(y, k, seed)
     cands = candidates(grid)
     jobs = [

@@ -17,6 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from bsvm_core.discriminant import resolve_priors
+from bsvm_core.exceptions import BsvmValueError
+from bsvm_core.memory import estimate_artifact_bytes
 from service.data_checks import as_labels, as_matrix, check_feature_names
 from service.errors import InvalidInput, detail
 from service.model_types import ModelSpec, ModelTypes
@@ -80,8 +83,6 @@ def _check_params(params: dict[str, Any], y: np.ndarray, settings: Settings) -> 
                 [detail(f"params.{key}", f"must be at most {settings.max_iter} (BSVM_MAX_ITER)")],
             )
     if params.get("priors") is not None:
-        from bsvm_core.discriminant import resolve_priors  # at first use: see model_types
-
         try:
             resolve_priors(params["priors"], np.unique(y, return_counts=True)[1])
         except ValueError as exc:
@@ -115,9 +116,6 @@ def _check_memory(
             "parameter out of bounds",
             [detail("params.cache_mb", f"must be at most {s.max_cache_mb:g} (BSVM_MAX_CACHE_MB)")],
         )
-    from bsvm_core.exceptions import BsvmValueError  # at first use: see model_types
-    from bsvm_core.memory import estimate_artifact_bytes
-
     try:
         size = estimate_artifact_bytes(spec.make_estimator(params), *shape, n_classes)
     except BsvmValueError:  # a model type the estimates do not know: nothing to check

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
 
 from service.model_types import ModelSpec
 from service.plots.data import plot_data
@@ -139,9 +141,6 @@ def with_preprocessing(estimator: Any, preprocess: str) -> Any:
     """
     if preprocess != "standard":
         return estimator
-    from sklearn.pipeline import Pipeline  # at first use: the server starts without scikit-learn
-    from sklearn.preprocessing import StandardScaler
-
     return Pipeline([("scale", StandardScaler()), ("model", estimator)])
 
 
