@@ -20,6 +20,9 @@ from typing import Any
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import clone
+from sklearn.metrics import auc as area
+from sklearn.metrics import roc_curve
+from sklearn.model_selection import StratifiedKFold
 
 from service.training.metrics import classification_metrics
 
@@ -34,8 +37,6 @@ DEFAULT_SEARCH_K = 5
 
 def fold_indices(y: np.ndarray, k: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """(train, test) index pairs of ``StratifiedKFold(k, shuffle=True, random_state=seed)``."""
-    from sklearn.model_selection import StratifiedKFold  # at first use: the server starts sooner
-
     splitter = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
     return list(splitter.split(np.zeros((y.shape[0], 1)), y))
 
@@ -61,9 +62,6 @@ def _ovr_scores(estimator: Any, X: np.ndarray) -> np.ndarray | None:
 
 def roc_points(estimator: Any, X: np.ndarray, y: np.ndarray) -> dict[str, Any] | None:
     """A fold's ROC curve ``{fpr, tpr, auc}`` (see the module notes), or None without scores."""
-    from sklearn.metrics import auc as area
-    from sklearn.metrics import roc_curve
-
     classes = estimator.classes_
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

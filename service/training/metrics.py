@@ -12,14 +12,14 @@ import warnings
 from typing import Any
 
 import numpy as np
+from sklearn.metrics import accuracy_score, precision_recall_fscore_support, roc_auc_score
+from sklearn.model_selection import train_test_split
 
 
 def heldout_split(
     X: np.ndarray, y: np.ndarray, test_fraction: float, random_state: int | None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Stratified (X_train, X_test, y_train, y_test); ValueError when a class is too small."""
-    from sklearn.model_selection import train_test_split  # at first use: the server starts sooner
-
     return train_test_split(X, y, test_size=test_fraction, random_state=random_state, stratify=y)
 
 
@@ -35,8 +35,6 @@ def _scores(estimator: Any, X: np.ndarray, n_classes: int) -> np.ndarray | None:
 
 def classification_metrics(estimator: Any, X: np.ndarray, y: np.ndarray) -> dict[str, Any]:
     """Accuracy, precision, recall, F1 (binary: of classes_[1]; else macro) and ROC AUC or None."""
-    from sklearn.metrics import accuracy_score, precision_recall_fscore_support, roc_auc_score
-
     classes = estimator.classes_
     y_pred = estimator.predict(X)
     binary = classes.size == 2
