@@ -231,6 +231,7 @@ async def predict(call: Call) -> Response:
     if length is not None:
         return await binary_infer(call, length, require_model(call.query.get("model")), "model")
     csv = call.csv
+    value: dict[str, Any] | None = None  # the body as a JSON object, once read
     if not csv:
         query = ours.fast_body(body) if call.json else None
         if query is None:
@@ -245,7 +246,8 @@ async def predict(call: Call) -> Response:
     elif query is None:
         if not call.json and (content_type is not None or body):
             raise unsupported(content_type, ACCEPTED)
-        value = await off_loop_when_large(body, lambda: ours.json_value(body))
+        if value is None:  # not an object: read again for FastAPI's own 400 or 422
+            value = await off_loop_when_large(body, lambda: ours.json_value(body))
         store_of(call.state)  # 503 before the fields are checked, as FastAPI's dependencies
         query = await off_loop_when_large(body, lambda: ours.validate(value))
     out = await scored(call, query)
