@@ -162,12 +162,6 @@ def validate(value: Any) -> PredictQuery:
     return PredictQuery(body.model, body.X, body.feature_names, list(body.outputs), body.level)
 
 
-def decode(raw: bytes) -> PredictQuery:
-    """The query of our own body ``raw``: read fast when certainly valid, else validated."""
-    fast = fast_body(raw)
-    return fast if fast is not None else validate(json_value(raw))
-
-
 def answer(out: dict[str, Any], accept: str | None) -> Answer:
     """Our outputs as ``PredictResponse`` JSON, or as CSV when ``Accept`` prefers it."""
     if wants_csv(accept):
