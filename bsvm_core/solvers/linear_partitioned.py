@@ -66,9 +66,15 @@ HARD_ROWS_PER_PASS = 10_000
 """Hard margin: most violating rows a check pass brings back (the worst of each partition)."""
 T_GRID = np.array([1.0] + [2.0**-k for k in range(1, 13)] + [0.0])
 """Step lengths whose F_μ a Newton pass evaluates along the direction (t = 1 first, t = 0 last)."""
+T_SUMS = (1.0, 0.5, 0.25)
+"""Step lengths (the first ones of T_GRID) at which a pass also sums the gradient and Hessian."""
+BAND_WIDTHS = 2.0 ** -np.arange(4)
+"""Band widths δ/μ whose row counts a Newton pass returns."""
 HARD_TOL = 1e-9
 """Hard margin: a row violates the margin of a solution when z = 1 − y f exceeds this."""
 ARMIJO = 1e-4
+Sums = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""``newton_sums``: gradient sum (d + 1), Hessian sum (d + 1, d + 1), band sizes."""
 SETTLED = 0.05
 """A width's Newton steps stop once a full step moves at most this fraction of its band's rows
 between pieces of h_μ: the exact minimiser of F_μ is not needed, only a band that holds the
@@ -102,7 +108,11 @@ def huber_hinge(z: np.ndarray, mu: float) -> np.ndarray:
 def newton_sums(
     X: np.ndarray, y: np.ndarray, z: np.ndarray, mu: float
 ) -> tuple[np.ndarray, np.ndarray, int]:
-    """(Σ y_i h'_μ(z_i)(x_i, 1), Σ_quad (x_i, 1)(x_i, 1)', band size): F_μ's gradient and Hessian sums."""
+    """(Σ y_i h'_μ(z_i)(x_i, 1), Σ_quad (x_i, 1)(x_i, 1)', band sizes): F_μ's gradient and Hessian sums.
+
+    The band sizes count the rows with −BAND δ < z < (1 + BAND) δ for δ = μ, μ/2, ..., μ/2^(k−1),
+    k = len(BAND_WIDTHS): the band gathered is the widest that fits in BAND_ROWS.
+    """
     d = X.shape[1]
     yf = y * np.clip(z / mu, 0.0, 1.0)
     g = np.empty(d + 1)
@@ -113,7 +123,8 @@ def newton_sums(
     H[:d, :d] = Xq.T @ Xq
     H[:d, d] = H[d, :d] = Xq.sum(axis=0)
     H[d, d] = Xq.shape[0]
-    band = int(np.count_nonzero((z > -BAND * mu) & (z < (1.0 + BAND) * mu)))
+    widths = mu * BAND_WIDTHS
+    band = ((z[:, None] > -BAND * widths) & (z[:, None] < (1.0 + BAND) * widths)).sum(axis=0)
     return g, H, band
 
 
@@ -141,7 +152,8 @@ def _newton_block(
     problems: list[tuple[int, int]],
     states: list[tuple[int, np.ndarray, float, np.ndarray, float, float]],
 ) -> list[tuple[Any, ...]]:
-    """Per state (problem, w, b, dw, db, μ): Σ h_μ along T_GRID, rows changing piece, sums at t = 1."""
+    """Per state (problem, w, b, dw, db, μ): Σ h_μ along T_GRID, rows changing piece between t = 0
+    and 1, ``newton_sums`` at each t of T_SUMS, and at t = 1 for μ/10."""
     y_idx = _encode(y, classes)
     out = []
     for j, w, b, dw, db, mu in states:
@@ -151,7 +163,8 @@ def _newton_block(
         h = huber_hinge(z0[:, None] - dm[:, None] * T_GRID[None, :], mu).sum(axis=0)
         z1 = z0 - dm
         changed = int(np.count_nonzero(_pieces(z0, mu) != _pieces(z1, mu)))
-        out.append((h, changed, newton_sums(Xj, yj, z1, mu), newton_sums(Xj, yj, z1, 0.1 * mu)))
+        sums = [newton_sums(Xj, yj, z0 - t * dm, mu) for t in T_SUMS]
+        out.append((h, changed, sums, newton_sums(Xj, yj, z1, 0.1 * mu)))
     return out
 
 
@@ -159,7 +172,7 @@ def _newton_block(
 class _Held:
     """Which rows of a problem sit in its band and which are held at α = C, rebuilt on a block.
 
-    The band is −BAND μ < z < (1 + BAND) μ at the gathered (w, b, μ) (for the hard margin it
+    The band is −BAND δ < z < (1 + BAND) δ at the gathered (w, b) and width δ (for the hard margin it
     starts empty: the sample's rows are the driver's), then each check round's crossings
     (w_r, b_r, lo_r, hi_r) join it.
     """
@@ -251,6 +264,7 @@ class _Problem:
     mu: float
     dw: np.ndarray
     db: float = 0.0
+    width: float = 0.0
     grad: np.ndarray | None = None
     steps: int = 0
     stage_steps: int = 0
@@ -357,7 +371,7 @@ def _start(
         state.w, state.b, state.steps = smoothed_warm_start(
             X, y, C * n / m, fit_intercept, tol, max_iter
         )
-        state.mu = WARM_MU
+        state.mu = state.width = WARM_MU
         z = 1.0 - y * (X @ state.w + state.b)
         band = np.count_nonzero((z > -BAND * WARM_MU) & (z < (1.0 + BAND) * WARM_MU))
         state.newton = band * n / m > 0.5 * BAND_ROWS  # else the sample's band is gathered at once
@@ -391,8 +405,8 @@ def _newton_update(
     s: _Problem,
     h: np.ndarray,
     changed: int,
-    sums: tuple[np.ndarray, np.ndarray, int],
-    sums_next: tuple[np.ndarray, np.ndarray, int],
+    sums_at: list[Sums],
+    sums_next: Sums,
     fit_intercept: bool,
     max_iter: int,
 ) -> None:
@@ -400,13 +414,17 @@ def _newton_update(
     moving = s.grad is not None and bool(np.any(s.dw) or s.db)
     s.steps += 1
     s.stage_steps += 1
+    sums = sums_at[0]
     if moving:
         assert s.grad is not None
         F = np.array([0.5 * float((s.w + t * s.dw) @ (s.w + t * s.dw)) for t in T_GRID]) + s.C * h
         slope = float(s.grad @ np.append(s.dw, s.db)[: s.grad.size])
-        if F[0] <= F[-1] + ARMIJO * slope or F[0] <= np.min(F):
-            s.w, s.b = s.w + s.dw, s.b + s.db
-            if changed <= SETTLED * sums[2]:  # (nearly) every row kept its piece of h_μ
+        armijo = [i for i, t in enumerate(T_SUMS) if F[i] <= F[-1] + ARMIJO * t * slope]
+        if armijo:  # the best step with its sums at hand
+            i = min(armijo, key=lambda i: F[i])
+            s.w, s.b = s.w + T_SUMS[i] * s.dw, s.b + T_SUMS[i] * s.db
+            sums = sums_at[i]
+            if i == 0 and changed <= SETTLED * sums[2][0]:  # (nearly) no row changed piece
                 _stage_done(s, sums, sums_next, fit_intercept, max_iter)
                 return
         else:  # the grid's best step; its gradient comes with the next pass
@@ -422,14 +440,15 @@ def _newton_update(
 
 def _stage_done(
     s: _Problem,
-    sums: tuple[np.ndarray, np.ndarray, int],
-    sums_next: tuple[np.ndarray, np.ndarray, int],
+    sums: Sums,
+    sums_next: Sums,
     fit_intercept: bool,
     max_iter: int,
 ) -> None:
-    """After F_μ's minimiser: gather the band if small enough, else go on at μ/10."""
-    band = sums[2]
-    if band <= BAND_ROWS or s.mu <= MU_LAST or s.steps >= max_iter:
+    """After F_μ's minimiser: gather the widest band that is small enough, else go on at μ/10."""
+    fits = np.flatnonzero(sums[2] <= BAND_ROWS)
+    if fits.size or s.mu <= MU_LAST or s.steps >= max_iter:
+        s.width = s.mu * float(BAND_WIDTHS[fits[0] if fits.size else -1])
         s.newton = False
         return
     s.mu *= 0.1
@@ -437,7 +456,7 @@ def _stage_done(
     _direction(s, sums_next, fit_intercept)
 
 
-def _direction(s: _Problem, sums: tuple[np.ndarray, np.ndarray, int], fit_intercept: bool) -> None:
+def _direction(s: _Problem, sums: Sums, fit_intercept: bool) -> None:
     """Newton direction of F_μ at (w, b) from the summed gradient and Hessian (Chapelle 2007)."""
     g_sum, H_sum, _ = sums
     d = s.w.size
@@ -476,7 +495,7 @@ def _finish(
     """Band pass, exact reduced solves in memory, check passes until no held row crosses."""
     hard = math.isinf(states[0].C)
     for s in states:
-        s.held = _Held(s.w.copy(), s.b, s.mu, hard=hard)
+        s.held = _Held(s.w.copy(), s.b, s.width, hard=hard)
     passes = 0
     if not hard:  # the hard margin's band is the sample, already here and solved
         gathered = parts.map_gather(
