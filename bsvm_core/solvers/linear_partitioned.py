@@ -75,6 +75,8 @@ HARD_TOL = 1e-9
 ARMIJO = 1e-4
 Sums = tuple[np.ndarray, np.ndarray, np.ndarray]
 """``newton_sums``: gradient sum (d + 1), Hessian sum (d + 1, d + 1), band sizes."""
+STUCK = 0.5
+"""The band is gathered, whatever its size, once μ/10 would keep more than this fraction of it."""
 SETTLED = 0.05
 """A width's Newton steps stop once a full step moves at most this fraction of its band's rows
 between pieces of h_μ: the exact minimiser of F_μ is not needed, only a band that holds the
@@ -447,7 +449,8 @@ def _stage_done(
 ) -> None:
     """After F_μ's minimiser: gather the widest band that is small enough, else go on at μ/10."""
     fits = np.flatnonzero(sums[2] <= BAND_ROWS)
-    if fits.size or s.mu <= MU_LAST or s.steps >= max_iter:
+    stuck = sums_next[2][0] > STUCK * sums[2][0]  # rows sit on the margin: narrower won't help
+    if fits.size or stuck or s.mu <= MU_LAST or s.steps >= max_iter:
         s.width = s.mu * float(BAND_WIDTHS[fits[0] if fits.size else -1])
         s.newton = False
         return
