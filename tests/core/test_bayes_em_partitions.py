@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import numpy as np
 import pytest
@@ -105,3 +106,33 @@ def test_partitions_with_one_class_or_nan_raise() -> None:
     X[5, 1] = np.nan
     with pytest.raises(BsvmValueError, match="NaN"):
         BayesianSVM().fit_partitions(ArrayPartitions.split(X, y, 2))
+
+
+@pytest.fixture(scope="module")
+def dask_client():  # type: ignore[no-untyped-def]
+    distributed = pytest.importorskip("distributed")
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,  # fmt: skip
+        distributed.Client(cluster) as client,
+    ):
+        yield client
+
+
+def test_em_and_gibbs_on_dask_workers(dask_client) -> None:  # type: ignore[no-untyped-def]
+    from bsvm_core.dask_partitions import DaskPartitions
+
+    X, y = _data(2000, 5, 3, seed=7)
+    blocks = [(X[a : a + 500], y[a : a + 500]) for a in range(0, 2000, 500)]
+    with DaskPartitions.from_arrays(dask_client, blocks) as parts:
+        est = BayesianSVM(method="em", alpha=1.0).fit_partitions(parts)
+        assert est.n_passes_ == parts.passes
+        assert_same_fit(BayesianSVM(method="em", alpha=1.0).fit(X, y), est, X, y)
+        mcmc = {"method": "mcmc", "n_draws": 20, "burn_in": 5, "n_chains": 2, "random_state": 3}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # 20 draws are too few to call converged
+            on_dask = BayesianSVM(**mcmc).fit_partitions(parts)
+            here = BayesianSVM(**mcmc).fit_partitions(ArrayPartitions(blocks))
+    # the streams depend on (seed, class, chain, sweep, partition), not on where it runs
+    np.testing.assert_allclose(on_dask.coef_draws_, here.coef_draws_, rtol=1e-9, atol=1e-12)
