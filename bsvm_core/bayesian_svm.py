@@ -147,6 +147,9 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
         Spike-and-slab: Rao-Blackwellised posterior inclusion probabilities.
     mean_, scale_ : ndarray of shape (n_features,)
         The standardisation used in ``fit``.
+    n_passes_ : int
+        ``fit_partitions`` only: passes made over the partitions (moments, start, iterations or
+        sweeps, finish), shared by every class and chain.
 
     Notes
     -----
