@@ -25,7 +25,14 @@ def tiny_partitions() -> ArrayPartitions:
 
 
 @pytest.mark.parametrize(
-    ("alpha", "learn_nu"), [(2.0, False), (1.0, False), (2.0, True), (1.0, True), (1.5, False)]
+    ("alpha", "learn_nu"),
+    [
+        (2.0, False),
+        (1.0, False),
+        (2.0, True),
+        (1.0, True),
+        pytest.param(1.5, False, marks=pytest.mark.slow),
+    ],
 )
 def test_gibbs_by_partitions_matches_quadrature(alpha: float, learn_nu: bool) -> None:
     ref = quadrature(alpha, 1.0, learn_nu)
