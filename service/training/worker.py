@@ -152,13 +152,17 @@ def resolved_params(spec: ModelSpec, estimator: Any) -> dict[str, Any]:
 
 def fit_and_evaluate(
     task: TrainTask, report: Callable[[float], None], *, n_jobs: int = 1
-) -> dict[str, Any]:
+) -> FitResult:
     """Fit the task's estimator and measure it; the worker's whole job (also callable in-process).
 
     ``n_jobs`` other than 1 is handed to an estimator that has the parameter (its joblib pieces
     then go to the active joblib backend, e.g. a dask cluster); such a fit reports only the coarse
     stages, because its progress hook cannot travel to the processes that run the pieces.
     """
+    if task.data is not None:  # rows by reference: read here, never sent with the task
+        from service.training.reference_fit import fit_by_reference
+
+        return fit_by_reference(task, report, n_jobs=n_jobs)
     core = task.spec.make_estimator(task.params)
     model = with_preprocessing(core, task.meta.get("preprocess", "none"))
     report(0.15)
