@@ -29,6 +29,7 @@ import numpy as np
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 
+from service.data.loading import DataReadError
 from service.model_types import ModelSpec
 from service.plots.data import plot_data
 from service.training.metrics import classification_metrics
@@ -65,7 +66,7 @@ class FitResult:
 @dataclass(frozen=True)
 class WorkerMessage:
     """One message from a worker: ``progress`` (a fraction), then ``done`` (a ``FitResult``),
-    ``invalid`` or ``failed`` (a message)."""
+    ``invalid``, ``data`` (a file by reference unreadable) or ``failed`` (a message)."""
 
     kind: str
     payload: Any = None
@@ -248,6 +249,8 @@ def worker_main(task: TrainTask, messages: Any, n_jobs: int = 1) -> None:
                 "(BSVM_WORKER_MEMORY_MB)",
             )
         )
+    except DataReadError as exc:  # a file by reference went away or cannot be read
+        messages.put(WorkerMessage("data", str(exc)[:500]))
     except ValueError as exc:
         messages.put(WorkerMessage("invalid", str(exc)[:500]))
     except Exception as exc:
