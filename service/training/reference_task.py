@@ -33,7 +33,8 @@ LISTED_FILES = 100
 def streams(spec: ModelSpec, params: dict[str, Any]) -> bool:
     """True when the type's estimator fits by partitions (``fit_partitions``), never holding all
     rows."""
-    return callable(getattr(spec.make_estimator(params), "fit_partitions", None))
+    estimator = spec.make_estimator(params)
+    return spec.by_partitions and callable(getattr(estimator, "fit_partitions", None))
 
 
 def scaling_types(types: ModelTypes) -> list[str]:
@@ -140,6 +141,12 @@ def prepare_reference_task(request: Any, settings: Settings, types: ModelTypes) 
             "one class only", [detail("data.target", f"column {ref.target!r} holds one class")]
         )
     by_partitions = streams(spec, params)
+    if by_partitions and params.get("solver") not in (None, "auto"):
+        raise InvalidInput(
+            "not supported by reference",
+            [detail("params.solver", "by reference the exact solver runs (auto); the "
+                    f"{params['solver']} solver needs every row in memory")],
+        )  # fmt: skip
     n_rows = source.n_rows
     if not by_partitions and n_rows is not None and n_rows > settings.max_rows:
         scaling = ", ".join(scaling_types(types)) or "none on this server"
