@@ -67,6 +67,11 @@ def client(
         s3_endpoint_url=s3_endpoint,
         max_rows=120,
     )
+    # the training workers read S3 with the server's credentials, from the environment the
+    # forkserver started with: restart it now that the moto fixture has set them
+    from multiprocessing import forkserver
+
+    forkserver._forkserver._stop()
     with TestClient(create_app(settings)) as test_client:
         yield test_client
 
