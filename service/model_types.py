@@ -46,6 +46,9 @@ class ModelSpec:
     the margins ±1 (otherwise the boundaries between predicted classes)."""
     nu_path: bool = False
     """Training stores the posterior mode over a grid of ν (the regularisation path)."""
+    by_partitions: bool = True
+    """Trained by reference, it fits by row partitions when its estimator has ``fit_partitions``;
+    False: it loads every row into one worker (spike-and-slab: its method fits in memory only)."""
     size_field: str = "X"
     """What to lower when the fitted model would be too large: a params field, or the data (X)."""
 
@@ -73,7 +76,12 @@ def model_types() -> ModelTypes:
         ModelSpec("ecme_svm", BayesianSVM, ECMEParams, {"method": "ecme"}, **mode, nu_path=True),
         ModelSpec("mcmc_svm", BayesianSVM, MCMCParams, {"method": "mcmc"}, **draws),
         ModelSpec(
-            "spike_slab_svm", BayesianSVM, SpikeSlabParams, {"method": "spike_slab"}, **draws
+            "spike_slab_svm",
+            BayesianSVM,
+            SpikeSlabParams,
+            {"method": "spike_slab"},
+            **draws,
+            by_partitions=False,
         ),
         ModelSpec("lda", LDA, LDAParams),
         ModelSpec("qda", QDA, QDAParams),
