@@ -218,6 +218,15 @@ class Settings(BaseSettings):
         "chains, one-vs-one/rest problems and Platt folds spread over its workers; unset, each "
         "training runs in a local worker process.",
     )
+    data_urls: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Comma-separated URL prefixes (`s3://bucket/in/`, `file:///srv/data/`) that "
+        "data by reference may be read from or written to; each is a folder (a `/` is added). "
+        "A URI outside every prefix after normalisation (`..`, percent-escapes, symlinks, other "
+        "schemes) is refused (422 naming `data.uri`) before the store is touched. Credentials "
+        "come from the server (`AWS_*`, `BSVM_S3_ENDPOINT_URL`), never from the request.",
+        json_schema_extra={"shown_default": "empty (data by reference off)"},
+    )
     log_level: str = Field(
         "info",
         description="A Python logging level name. Logs are JSON lines; one per request with "
@@ -256,7 +265,7 @@ class Settings(BaseSettings):
             return self.artifact_url
         return f"file://{self.models_path.resolve()}"
 
-    @field_validator("api_keys", mode="before")
+    @field_validator("api_keys", "data_urls", mode="before")
     @classmethod
     def _split_keys(cls, value: object) -> object:
         """Accept ``"k1,k2"`` from the environment as well as a list."""
