@@ -11,14 +11,15 @@ import pytest
 
 SERVICE = Path(__file__).resolve().parents[2] / "service"
 BASE = {"settings", "errors", "logs", "data_checks", "schemas", "model_types", "__version__"}
-LAYERS = ("api", "wire", "training", "inference", "plots", "repository")
+LAYERS = ("api", "wire", "training", "inference", "plots", "data", "repository")
 OPTIONAL: set[str] = set()
 #: What each layer may import from ``service`` (besides the base modules, which every layer may use).
 ALLOWED = {
-    "api": {"api", "wire", "training", "inference", "plots", "repository"},
-    "wire": {"wire", "inference", "plots", "repository"},
-    "training": {"training", "plots", "repository"},
-    "inference": {"inference", "plots", "repository"},
+    "api": {"api", "wire", "training", "inference", "plots", "data", "repository"},
+    "wire": {"wire", "inference", "plots", "data", "repository"},
+    "training": {"training", "plots", "data", "repository"},
+    "inference": {"inference", "plots", "data", "repository"},
+    "data": {"data"},
     "plots": {"plots", "repository"},
     "repository": {"repository"},
     "base": set(),
