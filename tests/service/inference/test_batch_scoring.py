@@ -330,3 +330,9 @@ def test_on_a_dask_local_cluster(
     assert job["status"] == "succeeded", job
     tables = [_read(out / f"part-0000{i}.parquet", "parquet") for i in range(3)]
     _check_answer(client, "iris-lda", X, ids, body["outputs"], tables)
+
+
+def test_undecodable_escapes_are_a_422(client: TestClient, data_dir: Path) -> None:
+    body = _body(data_dir, output={"uri": f"file://{data_dir}/out-%ff/"})
+    response = client.post("/batch-predictions", json=body)
+    assert response.status_code == 422 and response.json()["details"][0]["field"] == "output.uri"
