@@ -147,7 +147,11 @@ def check_squares_finite(X: np.ndarray) -> None:
     forms from X, so nothing overflows to inf (and no inf − inf turns into NaN).
     """
     n, d = X.shape
-    max_abs = max(float(X.max(initial=0.0)), -float(X.min(initial=0.0)))  # no |X| copy
+    check_range(n, d, max(float(X.max(initial=0.0)), -float(X.min(initial=0.0))))  # no |X| copy
+
+
+def check_range(n: int, d: int, max_abs: float) -> None:
+    """Raise DataRangeError unless n d max_abs² fits in float64 with room to spare (÷16)."""
     limit = math.sqrt(FLOAT_MAX / (16.0 * max(n, 1) * max(d, 1)))
     if max_abs > limit:
         raise DataRangeError(

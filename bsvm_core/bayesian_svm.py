@@ -26,6 +26,8 @@ from .draw_quantiles import DEFAULT_MAX_BYTES, default_threads
 from .exceptions import BsvmValueError, MCMCConvergenceWarning
 from .mcmc_convergence import MIN_DRAWS, chain_diagnostics, convergence_message
 from .multiclass import binary_problems, problem_targets
+from .partition_moments import column_moments
+from .partitions import RowPartitions
 
 METHODS = ("em", "ecme", "mcmc", "spike_slab")
 PRIOR_RANGE = (1e-100, 1e100)
@@ -268,6 +270,107 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
             self._fit_mcmc(tasks, penalised)
         return self
 
+    def fit_partitions(self, parts: RowPartitions) -> BayesianSVM:
+        """Fit on row partitions (``bsvm_core.partitions``) by sums over rows: EM, ECME or MCMC.
+
+        The data never come together: standardisation takes one pass (merged column moments),
+        EM and ECME one pass per iteration (the Anderson candidate is evaluated in the same pass)
+        plus two for the exact finish, which gathers only the rows near the hinge kink and
+        certifies the mode on every row; MCMC one pass per sweep for every chain and class. The
+        learned attributes are those of ``fit`` on the same rows (EM/ECME: the same mode; MCMC:
+        draws of the same posterior from other random streams, without ``fit``'s collapsed
+        moves), plus ``n_passes_``, the passes made. ``spike_slab`` needs the rows in memory.
+        """
+        from .solvers.bayes_sums import Design, PassCounter
+
+        self._check_params()
+        if self.method == "spike_slab":
+            raise BsvmValueError(
+                "method='spike_slab' cannot be fitted by partitions: its single-site moves of "
+                "the inclusion indicators need the rows in memory; load the rows (at most the "
+                "in-memory row limit) and call fit."
+            )
+        moments = column_moments(parts)
+        if moments.n == 0 or not moments.finite:
+            raise BsvmValueError("the partitions hold no rows, or X contains NaN or infinity.")
+        if moments.classes.size < 2:
+            raise BsvmValueError(
+                f"y contains {moments.classes.size} class; a classifier needs at least 2 classes."
+            )
+        self.classes_ = moments.classes
+        self.n_features_in_ = int(parts.n_features)
+        if hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        mean, scale = moments.standardisation(bool(self.fit_intercept))
+        self.mean_, self.scale_ = mean * moments.power, scale * moments.power
+        binary = self.classes_.size == 2
+        labels = (self.classes_[1],) if binary else tuple(self.classes_)
+        design = Design(moments.power, mean, scale, bool(self.fit_intercept), labels)
+        penalised = np.ones(parts.n_features + int(self.fit_intercept), dtype=bool)
+        penalised[0] = not self.fit_intercept
+        counter = PassCounter()
+        meter = self._meter(len(labels))
+        progress = [meter.part(t) for t in range(len(labels))] if meter else None
+        if self.method in ("em", "ecme"):
+            self._fit_modes_partitions(parts, design, penalised, progress, counter)
+        else:
+            self._fit_mcmc_partitions(parts, design, penalised, progress, counter)
+        self.n_passes_ = 1 + counter.passes
+        return self
+
+    def _fit_modes_partitions(
+        self,
+        parts: RowPartitions,
+        design: Any,
+        penalised: np.ndarray,
+        progress: list[Callable[[float], None]] | None,
+        counter: Any,
+    ) -> None:
+        from .solvers.bayes_em_partitions import fit_modes_by_partitions
+
+        n_problems = len(design.labels)
+        previous = getattr(self, "beta_std_", None) if self.warm_start else None
+        if self.method != "em" or (
+            previous is not None and previous.shape != (n_problems, penalised.size)
+        ):
+            previous = None
+        results = fit_modes_by_partitions(
+            parts, design, self.method, alpha=float(self.alpha), nu=float(self.nu),
+            a_nu=float(self.a_nu), b_nu=float(self.b_nu), penalised=penalised, tol=self.tol,
+            max_iter=self.max_iter, progress=progress, counter=counter,
+            beta0=None if previous is None else [warm_point(b) for b in previous],
+        )  # fmt: skip
+        if progress:
+            for report in progress:
+                report(1.0)
+        self._store_modes(results)
+
+    def _fit_mcmc_partitions(
+        self,
+        parts: RowPartitions,
+        design: Any,
+        penalised: np.ndarray,
+        progress: list[Callable[[float], None]] | None,
+        counter: Any,
+    ) -> None:
+        from .solvers.bayes_gibbs_partitions import gibbs_by_partitions
+
+        rs = self.random_state
+        entropy = None if rs is None else int(check_random_state(rs).randint(0, 2**31 - 1))
+        seed = int(np.random.SeedSequence(entropy).entropy)
+        per_problem = gibbs_by_partitions(
+            parts, design, seed=seed, n_chains=self.n_chains, progress=progress,
+            counter=counter, alpha=float(self.alpha), nu=float(self.nu),
+            learn_nu=bool(self.learn_nu), a_nu=float(self.a_nu), b_nu=float(self.b_nu),
+            n_draws=self.n_draws, burn_in=self.burn_in, thin=self.thin, penalised=penalised,
+        )  # fmt: skip
+        out = [
+            {key: value[c] for key, value in chains.items()}
+            for chains in per_problem
+            for c in range(self.n_chains)
+        ]
+        self._store_chains(out, len(per_problem))
+
     def _fit_modes(self, tasks: list[np.ndarray], penalised: np.ndarray) -> None:
         from .solvers.bayes_ecme import fit_ecme
         from .solvers.bayes_em import fit_em
@@ -293,6 +396,9 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
             if report:
                 report(1.0)
             results.append(res)
+        self._store_modes(results)
+
+    def _store_modes(self, results: list[Any]) -> None:
         self._store(np.array([r.beta for r in results]), [r.nu for r in results])
         self.objective_ = self._per_problem([r.objective for r in results])
         self.n_iter_ = max(r.n_iter for r in results)
@@ -348,14 +454,18 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
                 for i, seed in enumerate(seeds)
             ]
             out = Parallel(n_jobs=self.n_jobs, prefer="threads" if meter else None)(jobs)
-        shape = (len(tasks), self.n_chains)
+        self._store_chains(out, len(tasks))
+
+    def _store_chains(self, out: list[dict[str, np.ndarray]], n_tasks: int) -> None:
+        """Draws, RB means and diagnostics from one dict per (problem, chain), in that order."""
+        shape = (n_tasks, self.n_chains)
         draws = np.array([o["beta_draws"] for o in out]).reshape(*shape, self.n_draws, -1)
         rb = np.array([o["beta_rb"] for o in out]).reshape(*shape, -1).mean(axis=1)
-        nus = np.array([o["nu_draws"] for o in out]).reshape(len(tasks), -1).mean(axis=1)
+        nus = np.array([o["nu_draws"] for o in out]).reshape(n_tasks, -1).mean(axis=1)
         self._store(rb, list(nus))
         self.beta_draws_std_ = draws
         coef, intercept = self._to_original(np.moveaxis(draws, 0, 2))
-        binary = len(tasks) == 1
+        binary = n_tasks == 1
         self.coef_draws_ = coef[:, :, 0] if binary else coef
         self.intercept_draws_ = intercept[:, :, 0] if binary else intercept
         if self.method == "spike_slab":
@@ -378,7 +488,7 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
             )
         self.converged_ = message is None
         if message is not None:
-            warnings.warn(message, MCMCConvergenceWarning, stacklevel=4)
+            warnings.warn(message, MCMCConvergenceWarning, stacklevel=5)
 
     def _meter(self, n_tasks: int) -> _ProgressMeter | None:
         callback = getattr(self, "_progress_callback", None)

@@ -7,6 +7,11 @@ A subclass learns the Gaussians in ``_fit_gaussians`` and evaluates the joint lo
 ``log pi_k + log N(x; mu_k, Sigma_k)`` (up to a term shared by every class) in
 ``_joint_log_likelihood``; everything else - validation, label encoding, priors, the posterior,
 predictions - lives here.
+
+``fit(X, y)`` learns from arrays in memory; ``fit_partitions(parts)`` learns the same model (same
+attributes, to round-off) from a ``RowPartitions`` data set too big for one process, e.g. held on
+the workers of a Dask cluster, in one pass that brings back only class counts, means and d × d
+scatter factors (``discriminant_sums``).
 """
 
 from __future__ import annotations
@@ -15,10 +20,19 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_fit_data, check_predict_data, check_squares_finite, encode_labels
+from ._validation import (
+    check_fit_data,
+    check_predict_data,
+    check_range,
+    check_squares_finite,
+    encode_labels,
+)
+from .discriminant_sums import class_moments
 from .exceptions import BsvmValueError
+from .partitions import RowPartitions
 
 PRIORS_SUM_ATOL = 1e-6
 """Given priors must sum to one within this absolute tolerance (they are then renormalised)."""
@@ -71,8 +85,16 @@ class DiscriminantBase(ClassifierMixin, BaseEstimator):
     def _validate_hyperparameters(self) -> None:
         """Raise BsvmValueError for a bad hyper-parameter (subclasses extend)."""
 
-    def _fit_gaussians(self, X: np.ndarray, y_idx: np.ndarray, counts: np.ndarray) -> None:
-        """Learn the class Gaussians from float64 X and encoded labels y_idx."""
+    def _fit_gaussians(
+        self, residuals: np.ndarray, y_idx: np.ndarray, counts: np.ndarray, max_abs: float
+    ) -> None:
+        """Learn the class Gaussians from ``means_`` and within-class residuals.
+
+        ``residuals`` are rows labelled by ``y_idx`` whose Gram matrix within class k is class k's
+        centred scatter: the residuals x_i − μ_k themselves in ``fit``, their QR factors in
+        ``fit_partitions`` (same Gram matrices, column norms and singular values). ``counts`` are
+        the class sizes, ``max_abs`` = max |x| over the data.
+        """
         raise NotImplementedError
 
     def _joint_log_likelihood(self, X: np.ndarray) -> np.ndarray:
@@ -102,7 +124,50 @@ class DiscriminantBase(ClassifierMixin, BaseEstimator):
         counts = np.bincount(y_idx, minlength=self.classes_.shape[0])
         self.priors_ = resolve_priors(self.priors, counts)
         self.means_ = np.stack([X[y_idx == k].mean(axis=0) for k in range(counts.shape[0])])
-        self._fit_gaussians(X, y_idx, counts)
+        max_abs = max(float(X.max()), -float(X.min()))
+        self._fit_gaussians(X - self.means_[y_idx], y_idx, counts, max_abs)
+        return self
+
+    def fit_partitions(self, parts: RowPartitions) -> DiscriminantBase:
+        """Fit the model to data held as row partitions, in one pass; the same model as ``fit``.
+
+        Each partition returns its class counts, means and centred scatter factors, combined by
+        Chan's parallel update (``discriminant_sums``); only those cross the wire.
+
+        Parameters
+        ----------
+        parts : RowPartitions
+            The training rows and labels (``bsvm_core.partitions``), e.g. ``DaskPartitions``.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        self._validate_hyperparameters()
+        try:
+            moments = class_moments(parts)
+            check_classification_targets(moments.classes)
+        except BsvmValueError:
+            raise
+        except ValueError as err:
+            raise BsvmValueError(str(err)) from err
+        check_range(parts.n_rows, moments.n_features, moments.max_abs)
+        if moments.classes.shape[0] < 2:
+            raise BsvmValueError(
+                f"y contains 1 class ({moments.classes[0]!r}); a classifier needs at least 2 "
+                "classes."
+            )
+        self.n_features_in_ = moments.n_features
+        if hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        self.classes_ = moments.classes
+        self.priors_ = resolve_priors(self.priors, moments.counts)
+        self.means_ = moments.means
+        sizes = [R.shape[0] for R in moments.factors]
+        residuals = np.vstack(moments.factors)
+        y_idx = np.repeat(np.arange(len(sizes)), sizes)
+        self._fit_gaussians(residuals, y_idx, moments.counts, moments.max_abs)
         return self
 
     def _checked_jll(self, X: Any) -> np.ndarray:

@@ -100,10 +100,11 @@ class LDA(DiscriminantBase):
         if isinstance(tol, bool) or not isinstance(tol, Real) or not (0.0 <= tol < np.inf):
             raise BsvmValueError(f"tol must be a finite number >= 0, got {tol!r}.")
 
-    def _fit_gaussians(self, X: np.ndarray, y_idx: np.ndarray, counts: np.ndarray) -> None:
+    def _fit_gaussians(
+        self, residuals: np.ndarray, y_idx: np.ndarray, counts: np.ndarray, max_abs: float
+    ) -> None:
         """Pool the within-class covariance and build the linear discriminants."""
-        residuals = X - self.means_[y_idx]
-        dof = max(X.shape[0] - counts.shape[0], 1)  # n − K; every class a singleton leaves 0
+        dof = max(int(counts.sum()) - counts.shape[0], 1)  # n − K; every class a singleton: 0
         self.covariance_ = residuals.T @ residuals / dof  # unbiased pooled covariance
         whitening = pooled_whitening(residuals, dof, float(self.tol))
         self.rank_ = whitening.shape[1]

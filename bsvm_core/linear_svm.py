@@ -1,4 +1,10 @@
-"""LinearSVM: the primal linear SVM behind a scikit-learn estimator (solvers in ``solvers/``)."""
+"""LinearSVM: the primal linear SVM behind a scikit-learn estimator (solvers in ``solvers/``).
+
+``fit(X, y)`` learns from arrays in memory; ``fit_partitions(parts)`` learns the same model (the
+same exact optimum and attributes) from a ``RowPartitions`` data set too big for one process,
+e.g. held on the workers of a Dask cluster: the exact solver runs on per-partition sums and the
+few rows near the margin (``solvers.linear_partitioned``), in a handful of passes.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +15,13 @@ import numpy as np
 
 from ._blas import single_blas_thread_if
 from ._svm_base import SVMClassifierBase
+from ._validation import check_range
 from .exceptions import BsvmValueError, ConvergenceWarning, DataRangeError
+from .multiclass import binary_problems
+from .partitions import RowPartitions
 from .solvers.linear_exact import fit_linear_exact
 from .solvers.linear_objective import LinearSolution
+from .solvers.linear_partitioned import fit_linear_partitioned
 from .solvers.subgradient import fit_linear_subgradient
 
 SOLVERS = ("auto", "subgradient")
@@ -145,6 +155,67 @@ class LinearSVM(SVMClassifierBase):
                 sol = fit_linear_exact(
                     X, y, C, bool(self.fit_intercept), float(self.tol), int(self.max_iter)
                 )
+        return self._checked(sol)
+
+    def fit_partitions(self, parts: RowPartitions) -> LinearSVM:
+        """Fit on data held as row partitions (e.g. on Dask workers); the same model as ``fit``.
+
+        The exact solver runs on sums over rows: a sample pass, a few Newton passes that bring
+        back (d + 1)-vectors and (d + 1)² matrices, one pass gathering the rows near the margin
+        and one checking the KKT conditions on every row (``solvers.linear_partitioned``); every
+        binary problem shares each pass. ``n_passes_`` records the passes. ``solver`` must be
+        "auto", ``probability`` False (Platt's folds need the rows), and ``n_jobs`` is unused
+        (the partitions are the parallelism).
+
+        Parameters
+        ----------
+        parts : RowPartitions
+            The training rows and labels (``bsvm_core.partitions``).
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        self._check_common_params()
+        self._validate_params_extra(np.empty((0, parts.n_features)))
+        if self.solver != "auto":
+            raise BsvmValueError(
+                "fit_partitions runs the exact solver (solver='auto'); the subgradient method "
+                "would need one pass over the partitions per iteration."
+            )
+        if self.probability:
+            raise BsvmValueError(
+                "fit_partitions cannot fit Platt probabilities (probability=True): their "
+                "held-out folds need the rows; fit with probability=False."
+            )
+        try:
+            fit = fit_linear_partitioned(
+                parts,
+                str(self.multiclass),
+                float(self.C),
+                bool(self.fit_intercept),
+                float(self.tol),
+                int(self.max_iter),
+            )
+        except BsvmValueError:
+            raise
+        except ValueError as err:
+            raise BsvmValueError(str(err)) from err
+        check_range(parts.n_rows, fit.n_features, fit.max_abs)
+        self.n_features_in_ = fit.n_features
+        if hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        self.classes_ = fit.classes
+        self.binary_problems_ = binary_problems(self.classes_.size, str(self.multiclass))
+        self.binary_models_ = [self._checked(sol) for sol in fit.solutions]
+        self.platt_ = None
+        self.n_passes_ = fit.passes
+        self._after_fit(np.empty((0, fit.n_features)), np.empty(0, dtype=np.intp))
+        return self
+
+    def _checked(self, sol: LinearSolution) -> LinearSolution:
+        """The solution, if finite; warn when it missed its stopping rule."""
         if not (np.all(np.isfinite(sol.w)) and np.isfinite(sol.b)):
             raise DataRangeError(
                 f"LinearSVM(solver={self.solver!r}) reached non-finite coefficients; rescale the "
@@ -155,7 +226,7 @@ class LinearSVM(SVMClassifierBase):
                 f"LinearSVM(solver={self.solver!r}) stopped after {sol.n_iter} iterations "
                 f"before meeting its tolerance; increase max_iter.",
                 ConvergenceWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
         return sol
 

@@ -120,20 +120,21 @@ class QDA(DiscriminantBase):
         if isinstance(r, bool) or not isinstance(r, Real) or not (0.0 <= r <= 1.0):
             raise BsvmValueError(f"reg_param must be a number in [0, 1], got {r!r}.")
 
-    def _fit_gaussians(self, X: np.ndarray, y_idx: np.ndarray, counts: np.ndarray) -> None:
+    def _fit_gaussians(
+        self, residuals: np.ndarray, y_idx: np.ndarray, counts: np.ndarray, max_abs: float
+    ) -> None:
         """Estimate, shrink and, where singular, lift each class covariance."""
-        n_classes, d = counts.shape[0], X.shape[1]
-        residuals = X - self.means_[y_idx]
+        n_classes, d = counts.shape[0], residuals.shape[1]
         singletons = [k for k in range(n_classes) if counts[k] < 2]
         pooled = None
         if singletons:
-            pooled = covariance_spectrum(residuals, X.shape[0] - n_classes)
+            pooled = covariance_spectrum(residuals, int(counts.sum()) - n_classes)
         self.scalings_ = np.empty((n_classes, d))
         self.rotations_ = np.empty((n_classes, d, d))
         self.reg_applied_ = np.zeros(n_classes)
         # variances below the data's rounding level, (eps max|x|)², are noise; flooring there
         # (and at the smallest normal float) keeps every Mahalanobis distance finite
-        least = max(TINY, (float(np.finfo(np.float64).eps) * float(np.max(np.abs(X)))) ** 2)
+        least = max(TINY, (float(np.finfo(np.float64).eps) * max_abs) ** 2)
         for k in range(n_classes):
             if pooled is not None and counts[k] < 2:
                 eigvals, rotation = pooled

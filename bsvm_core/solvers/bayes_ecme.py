@@ -51,9 +51,23 @@ def ecme_objective(
 
     This is minus the log pseudo-posterior.
     """
+    hinge = float(np.maximum(r, 0.0).sum())
+    return ecme_value(hinge, beta, nu, alpha=alpha, a_nu=a_nu, b_nu=b_nu, penalised=penalised)
+
+
+def ecme_value(
+    hinge: float,
+    beta: np.ndarray,
+    nu: float,
+    *,
+    alpha: float,
+    a_nu: float,
+    b_nu: float,
+    penalised: np.ndarray,
+) -> float:
+    """F(β, τ) = 2 Σ hinge + τ (S + b_ν) − (k/α + a_ν − 1) log τ from Σ hinge; bayes-svm.md §5."""
     k = int(penalised.sum())
     tau = nu ** (-alpha)
-    hinge = np.maximum(r, 0.0).sum()
     s = penalty_sum(beta, alpha, penalised)
     return float(2.0 * hinge + tau * (s + b_nu) - (k / alpha + a_nu - 1.0) * np.log(tau))
 

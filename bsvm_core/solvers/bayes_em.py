@@ -161,14 +161,17 @@ def em_update(
     """
     w = 1.0 / np.maximum(np.abs(r), eps)
     B = np.multiply(Xt, np.sqrt(w)[:, None], out=buf)
-    G = B.T @ B
-    G[np.diag_indices_from(G)] += p
-    rhs = Xt.T @ (1.0 + w)
+    return solve_m_step(B.T @ B, Xt.T @ (1.0 + w), p)
+
+
+def solve_m_step(gram: np.ndarray, rhs: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """β = (P + X̃'Λ^{-1}X̃)^{-1} X̃'(1 + λ^{-1}) from the sums; P & S §3 (``gram`` is overwritten)."""
+    gram[np.diag_indices_from(gram)] += p
     try:
-        chol = scipy.linalg.cho_factor(G, check_finite=False)
+        chol = scipy.linalg.cho_factor(gram, check_finite=False)
         return scipy.linalg.cho_solve(chol, rhs, check_finite=False)
     except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
-        return np.linalg.lstsq(G, rhs, rcond=None)[0]
+        return np.linalg.lstsq(gram, rhs, rcond=None)[0]
 
 
 def anderson_step(history: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray | None:
@@ -189,9 +192,13 @@ def anderson_step(history: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray | 
 
 def starting_point(Xt: np.ndarray, penalised: np.ndarray) -> np.ndarray:
     """Ridge least-squares fit of X̃β ≈ 1: away from zero, as EM needs for α < 2 (bayes-svm.md §4)."""
-    G = Xt.T @ Xt
-    G[np.diag_indices_from(G)] += np.where(penalised, 1.0, 1e-8)
-    beta = scipy.linalg.solve(G, Xt.sum(axis=0), assume_a="pos", check_finite=False)
+    return ridge_start(Xt.T @ Xt, Xt.sum(axis=0), penalised)
+
+
+def ridge_start(gram: np.ndarray, total: np.ndarray, penalised: np.ndarray) -> np.ndarray:
+    """(X̃'X̃ + I_pen)^{-1} X̃'1 from the sums, exact zeros nudged to 1e-6 (``gram`` overwritten)."""
+    gram[np.diag_indices_from(gram)] += np.where(penalised, 1.0, 1e-8)
+    beta = scipy.linalg.solve(gram, total, assume_a="pos", check_finite=False)
     # exact zeros are absorbing for alpha < 2: nudge them off zero
     return np.where(np.abs(beta) < 1e-6, 1e-6, beta)
 

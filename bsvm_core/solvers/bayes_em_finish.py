@@ -174,11 +174,13 @@ ReducedSolve = Callable[
 """(idx, over, c, β) ↦ (β_W, certified β or None), or None: one exact solve on the working set."""
 
 
-def working_set_finish(Xt: np.ndarray, beta: np.ndarray, solve: ReducedSolve) -> np.ndarray | None:
+def working_set_finish(
+    Xt: np.ndarray, beta: np.ndarray, solve: ReducedSolve, offset: np.ndarray | None = None
+) -> np.ndarray | None:
     """Certified mode by a growing working set W around the EM iterate (module docstring, step 1).
 
     Points outside W keep the side of their EM residual: ``over`` (r_i > 0) contributes the linear
-    term c = Σ_over x̃_i. ``solve`` minimises the reduced objective exactly and certifies its result
+    term c = Σ_over x̃_i (plus ``offset``: the pull of rows not in ``Xt`` held in the hinge). ``solve`` minimises the reduced objective exactly and certifies its result
     on all points; if it cannot, the points outside W whose side changed join W, at most
     WORKING_SET_ROUNDS times, and never more than the first |W| at once (EM is not close yet).
     """
@@ -189,6 +191,8 @@ def working_set_finish(Xt: np.ndarray, beta: np.ndarray, solve: ReducedSolve) ->
     work[np.argpartition(np.abs(r), m0 - 1)[:m0] if m0 < n else slice(None)] = True
     over = ~work & (r > 0.0)
     c = Xt.T @ over.astype(np.float64)
+    if offset is not None:
+        c += offset
     for _ in range(WORKING_SET_ROUNDS):
         out = solve(np.flatnonzero(work), over, c, beta)
         if out is None:
@@ -208,7 +212,11 @@ def working_set_finish(Xt: np.ndarray, beta: np.ndarray, solve: ReducedSolve) ->
 
 
 def finish_ridge(
-    Xt: np.ndarray, beta: np.ndarray, nu: float, penalised: np.ndarray
+    Xt: np.ndarray,
+    beta: np.ndarray,
+    nu: float,
+    penalised: np.ndarray,
+    offset: np.ndarray | None = None,
 ) -> np.ndarray | None:
     """α = 2 mode: working set, interior point, crossover (module docstring); None unless KKT."""
     lam = np.where(penalised, nu**-2.0, 0.0)
@@ -239,7 +247,7 @@ def finish_ridge(
         )
         return beta_w, exact if ok else None
 
-    return working_set_finish(Xt, beta, solve)
+    return working_set_finish(Xt, beta, solve, offset)
 
 
 def lasso_lp(
@@ -279,6 +287,7 @@ def _lasso_vertex(
     tau: float,
     penalised: np.ndarray,
     delta: float,
+    offset: np.ndarray | None = None,
 ) -> np.ndarray | None:
     """α = 1 vertex solve: x̃_i'β = 1 on E, β_j = 0 on Z; dual μ ∈ [0, 2], |g_Z| ≤ 1 certify it."""
     on, over = np.abs(r) <= delta, r > delta
@@ -287,7 +296,8 @@ def _lasso_vertex(
         return None
     A = Xt[on]
     sign = np.where(penalised, np.sign(beta), 0.0)
-    pull = 2.0 * Xt[over].sum(axis=0)
+    held = Xt[over].sum(axis=0)
+    pull = 2.0 * (held if offset is None else held + offset)
     try:
         beta_f = np.linalg.solve(A[:, free], np.ones(A.shape[0]))
         mu = np.linalg.solve(A[:, free].T, tau * sign[free] - pull[free])
@@ -306,13 +316,17 @@ def _lasso_vertex(
 
 
 def lasso_vertex(
-    Xt: np.ndarray, beta: np.ndarray, nu: float, penalised: np.ndarray
+    Xt: np.ndarray,
+    beta: np.ndarray,
+    nu: float,
+    penalised: np.ndarray,
+    offset: np.ndarray | None = None,
 ) -> np.ndarray | None:
     """The α = 1 vertex read off ``beta`` at a ladder of thresholds; None unless KKT-certified."""
     tau = 1.0 / nu
     r = 1.0 - Xt @ beta
     for delta in LASSO_THRESHOLDS:
-        cand = _lasso_vertex(Xt, r, beta, tau, penalised, delta)
+        cand = _lasso_vertex(Xt, r, beta, tau, penalised, delta, offset)
         if cand is None:
             continue
         r_new = 1.0 - Xt @ cand
@@ -324,10 +338,14 @@ def lasso_vertex(
 
 
 def finish_lasso(
-    Xt: np.ndarray, beta: np.ndarray, nu: float, penalised: np.ndarray
+    Xt: np.ndarray,
+    beta: np.ndarray,
+    nu: float,
+    penalised: np.ndarray,
+    offset: np.ndarray | None = None,
 ) -> np.ndarray | None:
     """α = 1 mode: the vertex of the EM iterate, else working set, LP and vertex; None unless KKT."""
-    exact = lasso_vertex(Xt, beta, nu, penalised)
+    exact = lasso_vertex(Xt, beta, nu, penalised, offset)
     if exact is not None:
         return exact
 
@@ -337,17 +355,27 @@ def finish_lasso(
         beta_w = lasso_lp(Xt[idx], c, 0.5 / nu, penalised)
         if beta_w is None:
             return None
-        return beta_w, lasso_vertex(Xt, beta_w, nu, penalised)
+        return beta_w, lasso_vertex(Xt, beta_w, nu, penalised, offset)
 
-    return working_set_finish(Xt, beta, solve)
+    return working_set_finish(Xt, beta, solve, offset)
 
 
 def certified_mode(
-    Xt: np.ndarray, beta: np.ndarray, alpha: float, nu: float, penalised: np.ndarray
+    Xt: np.ndarray,
+    beta: np.ndarray,
+    alpha: float,
+    nu: float,
+    penalised: np.ndarray,
+    offset: np.ndarray | None = None,
 ) -> np.ndarray | None:
-    """The exact mode near the EM iterate ``beta`` for α ∈ {1, 2}, KKT-certified; else None."""
+    """The exact mode near the EM iterate ``beta`` for α ∈ {1, 2}, KKT-certified; else None.
+
+    ``offset`` (k,) is Σ x̃_i over rows left out of ``Xt`` that are held in the hinge (r_i > 0):
+    their terms are linear, −offset'β. The certificate then covers the rows of ``Xt`` only; the
+    caller checks that the rows left out keep their sides (``bayes_em_partitions``).
+    """
     if alpha == 2.0:
-        return finish_ridge(Xt, beta, nu, penalised)
+        return finish_ridge(Xt, beta, nu, penalised, offset)
     if alpha == 1.0:
-        return finish_lasso(Xt, beta, nu, penalised)
+        return finish_lasso(Xt, beta, nu, penalised, offset)
     return None

@@ -79,7 +79,7 @@ class _Problem:
 
 
 @dataclass(frozen=True)
-class _Fit:
+class ContinuationFit:
     """A continuation's result: (w, b), steps, flag, exact dual α (or None) and the last width μ."""
 
     w: np.ndarray
@@ -107,6 +107,38 @@ def fit_linear_exact(
     if np.isinf(C):
         return _hard_margin(X, y, fit_intercept, tol, max_iter)
     return _soft_margin(X, y, C, fit_intercept, tol, max_iter)[0]
+
+
+def smoothed_warm_start(
+    X: np.ndarray, y: np.ndarray, C: float, fit_intercept: bool, tol: float, max_iter: int
+) -> tuple[np.ndarray, float, int]:
+    """(w, b, steps): the minimiser of F_μ at μ = WARM_MU, as the subsample warm start computes it."""
+    problem = _Problem(X, y, C, fit_intercept, tol)
+    w, b, mu, total = _start(problem, max_iter)
+    fit = _continuation(problem, max(1, max_iter - total), w, b, mu, WARM_MU)
+    return fit.w, fit.b, total + fit.n_iter
+
+
+def solve_with_fixed_rows(
+    X: np.ndarray,
+    y: np.ndarray,
+    C: float,
+    lin: np.ndarray,
+    fit_intercept: bool,
+    tol: float,
+    max_iter: int,
+    w: np.ndarray,
+    b: float,
+    mu: float,
+) -> ContinuationFit:
+    """Continuation from (w, b, μ) on min ½‖w‖² − lin'(w, b) + C Σ hinge over these rows.
+
+    The rows of a larger problem held at α = C enter through ``lin`` = C Σ y_i (x_i, 1) (length
+    d + 1, or d without intercept): a reduced problem, as ``_reduced`` builds it in memory.
+    """
+    k = X.shape[1] + 1 if fit_intercept else X.shape[1]
+    problem = _Problem(X, y, C, fit_intercept, tol, np.asarray(lin[:k], dtype=np.float64))
+    return _continuation(problem, max_iter, w, b, mu)
 
 
 def _soft_margin(
@@ -155,7 +187,7 @@ def _smoothing_gap(w: np.ndarray, z: np.ndarray, C: float, mu: float) -> tuple[f
 
 def _continuation(
     problem: _Problem, max_iter: int, w: np.ndarray, b: float, mu: float, stop_mu: float = 0.0
-) -> _Fit:
+) -> ContinuationFit:
     """Smoothing continuation from (w, b, μ) on the problem, reducing and finishing.
 
     With ``stop_mu`` > 0 it returns the smoothed solution after the stage at μ ≤ ``stop_mu``.
@@ -175,23 +207,27 @@ def _continuation(
         )
         total += k
         if mu <= stop_mu:
-            return _Fit(w, b, total, False, None, mu)
+            return ContinuationFit(w, b, total, False, None, mu)
         z = 1.0 - y * (X @ w + b)
         if mu <= SHRINK_MU:
             band = (z > -BAND * mu) & (z < (1.0 + BAND) * mu)
             if n >= SHRINK_MIN_ROWS and X.shape[1] < np.count_nonzero(band) <= SHRINK_RATIO * n:
                 fit = _reduced(problem, max_iter - total, w, b, mu, band, z)
-                return _Fit(fit.w, fit.b, total + fit.n_iter, fit.converged, fit.alpha, fit.mu)
+                return ContinuationFit(
+                    fit.w, fit.b, total + fit.n_iter, fit.converged, fit.alpha, fit.mu
+                )
         if mu <= FINISH_MU:
             w2, b2, alpha, k2, exact = active_set_polish(
                 X, y, C, z, mu, fit_intercept, kkt_tol=KKT_TOL, lin=lin
             )
             total += k2
             if exact:
-                return _Fit(w2, b2, total, True, alpha, mu)
+                return ContinuationFit(w2, b2, total, True, alpha, mu)
         p, gap_bound = _smoothing_gap(w, z, C, mu)
         if total >= max_iter or mu <= MU_MIN or gap_bound <= 1e-15 * max(p, 1.0):
-            return _Fit(w, b, total, bool(gap_bound <= problem.tol * max(p, 1e-300)), None, mu)
+            return ContinuationFit(
+                w, b, total, bool(gap_bound <= problem.tol * max(p, 1e-300)), None, mu
+            )
         mu *= 0.1
 
 
@@ -203,7 +239,7 @@ def _reduced(
     mu: float,
     rows: np.ndarray,
     z: np.ndarray,
-) -> _Fit:
+) -> ContinuationFit:
     """Continue on the rows near the margin, the others held at α = C (z > 0) or 0; grow until KKT.
 
     The rows outside hold their hinge piece, so the reduced objective equals the full one near
@@ -231,15 +267,17 @@ def _reduced(
             alpha = np.where(at_c, C, 0.0)
             alpha[rows] = fit.alpha
             if kkt_satisfied(X, y, C, w, b, alpha, KKT_TOL):
-                return _Fit(w, b, total, True, alpha, mu)
+                return ContinuationFit(w, b, total, True, alpha, mu)
             crossed = (at_c & (z < 0.0)) | (~rows & ~at_c & (z > 0.0))
         else:
             crossed = (at_c & (z < mu)) | (~rows & ~at_c & (z > 0.0))
             if not crossed.any():
                 p, gap_bound = _smoothing_gap(w, z, C, mu)
-                return _Fit(w, b, total, bool(gap_bound <= problem.tol * max(p, 1e-300)), None, mu)
+                return ContinuationFit(
+                    w, b, total, bool(gap_bound <= problem.tol * max(p, 1e-300)), None, mu
+                )
         if not crossed.any() or total >= max_iter:
-            return _Fit(w, b, total, False, None, mu)
+            return ContinuationFit(w, b, total, False, None, mu)
         rows = rows | crossed
         at_c &= ~rows
 

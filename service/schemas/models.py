@@ -21,6 +21,23 @@ class TrainingInfo(BaseModel):
     )
     converged: bool | None = Field(None, description="Whether every solver met its tolerance.")
     warnings: list[str] = Field(default_factory=list, description="Warnings raised by the fit.")
+    partitions: int | None = Field(
+        None, description="By reference: partitions (files or row groups) fitted on."
+    )
+    passes: int | None = Field(
+        None, description="By reference, fitted by partitions: passes over the partitions."
+    )
+
+
+class DataSourceInfo(BaseModel):
+    """Where the rows of a training by reference came from."""
+
+    uri: str = Field(description="The request's URI, normalised.")
+    format: str
+    target: str
+    files: list[str] = Field(description="The files read (at most the first 100 listed).")
+    n_files: int
+    rows: int = Field(description="Rows read (training and held-out).")
 
 
 class MetricSet(BaseModel):
@@ -167,6 +184,9 @@ class ModelRecord(ModelIdentity):
     feature_min: list[float] | None = None
     feature_max: list[float] | None = None
     search: SearchResult | None = None
+    data: DataSourceInfo | None = Field(
+        None, description="Training by reference: the source of the rows (else null)."
+    )
 
 
 class ModelList(BaseModel):

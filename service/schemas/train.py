@@ -42,16 +42,45 @@ class Evaluation(BaseModel):
     )
 
 
+class DataReference(BaseModel):
+    """Training rows by reference: files the server reads itself (``BSVM_DATA_URLS``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    uri: str = Field(
+        min_length=1,
+        max_length=2000,
+        description="One object, a prefix ending in `/` (every file under it), or a glob of "
+        "shards (`*`, `**`, `[...]`): `s3://bucket/train/*.parquet`, `file:///srv/data/x.csv`. "
+        "Must lie under a prefix of BSVM_DATA_URLS.",
+    )
+    format: Literal["parquet", "csv"] = Field(description="parquet, or csv with a header row.")
+    target: str = Field(min_length=1, max_length=200, description="The label column.")
+    features: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = Field(
+        None,
+        min_length=1,
+        description="The feature columns, in this order; default every column but the target, in "
+        "file order. Each must be numeric.",
+    )
+
+
 class TrainRequestBase(BaseModel):
     """Fields shared by every model type."""
 
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
 
-    X: Matrix = Field(description="Training rows, one list of numbers per sample.")
-    y: Labels = Field(
+    X: Matrix | None = Field(
+        None, description="Training rows, one list of numbers per sample (or send data)."
+    )
+    y: Labels | None = Field(
+        None,
         min_length=1,
         description="One label per row: all integers (whole numbers such as 1.0 count) or all "
         "strings.",
+    )
+    data: DataReference | None = Field(
+        None,
+        description="The rows by reference in place of X and y: always a background job (202).",
     )
     feature_names: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = None
     target: str | None = Field(

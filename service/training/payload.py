@@ -27,6 +27,7 @@ def encode_task(task: TrainTask) -> bytes:
         "memory_limit_mb": task.memory_limit_mb,
         "cv": task.cv,
         "search": task.search,
+        "data": task.data,
     }
     arrays = {k: getattr(task, k) for k in ARRAYS if getattr(task, k) is not None}
     arrays = {k: np.asarray(v, dtype=str) if v.dtype == object else v for k, v in arrays.items()}
@@ -48,5 +49,6 @@ def decode_task(data: bytes, model_types: ModelTypes) -> TrainTask:
         memory_limit_mb=header.get("memory_limit_mb"),
         cv=header.get("cv"),
         search=header.get("search"),
-        **arrays,
+        data=header.get("data"),
+        **{"X": None, "y": None, **arrays},
     )

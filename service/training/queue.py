@@ -659,6 +659,8 @@ class JobQueue:
                 outcome.message,
                 [detail("X", "send fewer rows or features, or ask for a smaller model")],
             )
+        elif outcome.status == "data":
+            error = TrainingFailed(outcome.message, [detail("data.uri", outcome.message)])
         elif outcome.status == "invalid":
             error = InvalidInput(
                 f"the estimator rejected the data or parameters: {outcome.message}"

@@ -40,8 +40,8 @@ class TrainTask:
 
     spec: ModelSpec
     params: dict[str, Any]
-    X: np.ndarray
-    y: np.ndarray
+    X: np.ndarray | None
+    y: np.ndarray | None
     X_test: np.ndarray | None = None
     y_test: np.ndarray | None = None
     meta: dict[str, Any] = field(default_factory=dict)
@@ -51,11 +51,22 @@ class TrainTask:
     """``{k, random_state}``: cross-validate the final parameters (``metrics.cv``)."""
     search: dict[str, Any] | None = None
     """``{grid, scoring, k, random_state}``: pick the parameters by cross-validation first."""
+    data: dict[str, Any] | None = None
+    """The rows by reference in place of X and y (``training.reference_task``): the checked,
+    normalised source, never its rows."""
 
     @property
     def model_type(self) -> str:
         """The registered model type this task fits."""
         return self.spec.model_type
+
+    @property
+    def n_features(self) -> int:
+        """Features of the training rows (posted or by reference)."""
+        if self.data is not None:
+            return len(self.data["features"])
+        assert self.X is not None
+        return int(self.X.shape[1])
 
 
 def jsonable(value: Any) -> Any:
@@ -73,7 +84,7 @@ def jsonable(value: Any) -> Any:
     return repr(value)
 
 
-def _check_params(params: dict[str, Any], y: np.ndarray, settings: Settings) -> None:
+def _check_params(params: dict[str, Any], y: np.ndarray | None, settings: Settings) -> None:
     """Iteration caps of ``BSVM_MAX_ITER``, and priors by the core's own rule (one per class)."""
     for key in ITERATION_PARAMS:
         value = params.get(key)
@@ -82,7 +93,7 @@ def _check_params(params: dict[str, Any], y: np.ndarray, settings: Settings) -> 
                 "parameter out of bounds",
                 [detail(f"params.{key}", f"must be at most {settings.max_iter} (BSVM_MAX_ITER)")],
             )
-    if params.get("priors") is not None:
+    if params.get("priors") is not None and y is not None:
         try:
             resolve_priors(params["priors"], np.unique(y, return_counts=True)[1])
         except ValueError as exc:
@@ -141,6 +152,15 @@ def _check_memory(
 
 def prepare_task(request: Any, settings: Settings, types: ModelTypes) -> TrainTask:
     """Check a train request against the limits and build the worker's task (422 on problems)."""
+    if request.data is not None:
+        from service.training.reference_task import prepare_reference_task
+
+        return prepare_reference_task(request, settings, types)
+    for name in ("X", "y"):
+        if getattr(request, name) is None:
+            raise InvalidInput(
+                "no training rows", [detail(name, "required (or send data by reference)")]
+            )
     spec = types[request.model_type]  # the body's union admits registered types only
     X = as_matrix(request.X, settings)
     y = as_labels(request.y, X.shape[0], settings)
@@ -216,7 +236,7 @@ def library_versions() -> dict[str, str | None]:
 
 def signature(task: TrainTask, estimator: Any) -> dict[str, Any]:
     """The model's input and output schema, as MLflow's signatures give it."""
-    names = task.meta.get("feature_names") or [f"x{j}" for j in range(task.X.shape[1])]
+    names = task.meta.get("feature_names") or [f"x{j}" for j in range(task.n_features)]
     classes = estimator.classes_.tolist()
     return {
         "inputs": [{"name": str(n), "type": "double"} for n in names],
@@ -263,6 +283,7 @@ def build_record(task: TrainTask, result: FitResult) -> dict[str, Any]:
             "feature_means": stats.get("mean"),
             "feature_min": stats.get("min"),
             "feature_max": stats.get("max"),
+            "data": task.meta.get("data"),
             **extras,
             "plot_data": plots,
         }

@@ -29,6 +29,7 @@ import numpy as np
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 
+from service.data.loading import DataReadError
 from service.model_types import ModelSpec
 from service.plots.data import plot_data
 from service.training.metrics import classification_metrics
@@ -65,7 +66,7 @@ class FitResult:
 @dataclass(frozen=True)
 class WorkerMessage:
     """One message from a worker: ``progress`` (a fraction), then ``done`` (a ``FitResult``),
-    ``invalid`` or ``failed`` (a message)."""
+    ``invalid``, ``data`` (a file by reference unreadable) or ``failed`` (a message)."""
 
     kind: str
     payload: Any = None
@@ -152,13 +153,17 @@ def resolved_params(spec: ModelSpec, estimator: Any) -> dict[str, Any]:
 
 def fit_and_evaluate(
     task: TrainTask, report: Callable[[float], None], *, n_jobs: int = 1
-) -> dict[str, Any]:
+) -> FitResult:
     """Fit the task's estimator and measure it; the worker's whole job (also callable in-process).
 
     ``n_jobs`` other than 1 is handed to an estimator that has the parameter (its joblib pieces
     then go to the active joblib backend, e.g. a dask cluster); such a fit reports only the coarse
     stages, because its progress hook cannot travel to the processes that run the pieces.
     """
+    if task.data is not None:  # rows by reference: read here, never sent with the task
+        from service.training.reference_fit import fit_by_reference
+
+        return fit_by_reference(task, report, n_jobs=n_jobs)
     core = task.spec.make_estimator(task.params)
     model = with_preprocessing(core, task.meta.get("preprocess", "none"))
     report(0.15)
@@ -244,6 +249,8 @@ def worker_main(task: TrainTask, messages: Any, n_jobs: int = 1) -> None:
                 "(BSVM_WORKER_MEMORY_MB)",
             )
         )
+    except DataReadError as exc:  # a file by reference went away or cannot be read
+        messages.put(WorkerMessage("data", str(exc)[:500]))
     except ValueError as exc:
         messages.put(WorkerMessage("invalid", str(exc)[:500]))
     except Exception as exc:

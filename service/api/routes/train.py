@@ -66,9 +66,9 @@ def train(
         store.registry.check_schema(
             task.meta["name"],
             task.model_type,
-            {"n_features": int(task.X.shape[1]), "feature_names": task.meta["feature_names"]},
+            {"n_features": task.n_features, "feature_names": task.meta["feature_names"]},
         )
-    background = wants_async(body, prefer)
+    background = wants_async(body, prefer) or task.data is not None  # by reference: a job
     task.meta["background"] = background  # a failed save is retried long only when acknowledged
     job = jobs.submit(task)
     if background:

@@ -1,0 +1,578 @@
+"""Exact linear SVM on row partitions: every pass moves the models and sums, never all the rows.
+
+The same optimum as ``linear_exact`` (min ½‖w‖² + C Σ max(0, 1 − y_i(w'x_i + b)), b unpenalised),
+reached in a handful of passes over data held as ``RowPartitions``; all binary problems (the
+classes of one-vs-rest, the pairs of one-vs-one, which keep only their two classes' rows) share
+every pass:
+
+0. **Sample pass** (``map_gather``): labels and their counts, max |x|, finiteness, and a random
+   sample of about SAMPLE_ROWS rows. If that is every row, the problems are solved in memory by
+   ``fit_linear_exact`` and the fit ends here. Otherwise each problem's sample solution with
+   C·n/m, smoothed down to μ = WARM_MU (``linear_exact.smoothed_warm_start``), starts step 1.
+1. **Newton passes** (``map_sum``) on the Huber-smoothed hinge F_μ (Chapelle 2007, §4): a pass
+   evaluates each problem at x + t·s for a geometric grid of t (the values of F_μ along the last
+   Newton direction s) and, at x + s, the gradient (d + 1) and Hessian (d + 1 × d + 1, X_q'X_q over
+   the rows in the quadratic zone) for μ and μ/10. A full step meeting Armijo's condition is taken
+   (with its gradient and Hessian already at hand); otherwise the best grid point, whose gradient
+   the next pass computes. A full step that keeps every row in its piece of h_μ lands on the
+   exact minimiser of F_μ; then μ ← μ/10 with the μ/10 sums of the same pass, until the band
+   −3μ < z < 4μ (z = 1 − y f) holds at most BAND_ROWS rows and a quarter of the problem's rows.
+2. **Band pass** (``map_gather``): the band's rows and C Σ y_i (x_i, 1) over the rows beyond it
+   (held at α_i = C; the rows below it are held at α_i = 0). The reduced problem is solved exactly
+   in memory (``linear_exact.solve_with_fixed_rows``: continuation and active-set finish).
+3. **Check passes** (``map_gather``): the KKT conditions of the held rows on all rows (α_i = C
+   needs z_i ≥ 0, α_i = 0 needs z_i ≤ 0); rows that crossed come back, join the band, and the
+   reduced problem is solved again (Joachims' 1999 shrinking, verified globally). The same pass
+   sums the primal objective.
+
+A fit therefore takes 1 + (Newton passes, usually 2 to 6) + 1 + (check passes, usually 1).
+``C = inf`` (hard margin) solves the hard-margin problem on the sample's support rows in memory
+and adds the rows that violate its margin until none does (a cutting-plane method; rows that no
+hyperplane separates raise ``NotSeparableError`` from the in-memory solve).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import linalg
+
+from ..multiclass import REST, binary_problems
+from ..partitions import RowPartitions
+from .linear_exact import (
+    BAND,
+    MU_START,
+    WARM_MU,
+    fit_linear_exact,
+    smoothed_warm_start,
+    solve_with_fixed_rows,
+)
+from .linear_objective import LinearSolution
+
+SAMPLE_ROWS = 20_000
+"""Rows the sample pass brings back (all of them when the data set is no larger)."""
+BAND_ROWS = 100_000
+"""Most rows a problem's band may hold when it is gathered."""
+MU_LAST = 1e-8
+"""Smallest smoothing width: the band is gathered there whatever its size."""
+STAGE_STEPS = 30
+"""Newton passes allowed at one smoothing width."""
+CHECK_ROUNDS = 30
+"""Check passes (each may add rows to the band) before giving up."""
+HARD_ROWS_PER_PASS = 10_000
+"""Hard margin: most violating rows a check pass brings back (the worst of each partition)."""
+T_GRID = np.array([1.0] + [2.0**-k for k in range(1, 13)] + [0.0])
+"""Step lengths whose F_μ a Newton pass evaluates along the direction (t = 1 first, t = 0 last)."""
+T_SUMS = (1.0, 0.5, 0.25)
+"""Step lengths (the first ones of T_GRID) at which a pass also sums the gradient and Hessian."""
+BAND_WIDTHS = 2.0 ** -np.arange(4)
+"""Band widths δ/μ whose row counts a Newton pass returns."""
+HARD_TOL = 1e-9
+"""Hard margin: a row violates the margin of a solution when z = 1 − y f exceeds this."""
+ARMIJO = 1e-4
+Sums = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""``newton_sums``: gradient sum (d + 1), Hessian sum (d + 1, d + 1), band sizes."""
+SETTLED = 0.05
+"""A width's Newton steps stop once a full step moves at most this fraction of its band's rows
+between pieces of h_μ: the exact minimiser of F_μ is not needed, only a band that holds the
+optimum's support vectors (the check passes catch any that it misses)."""
+
+
+# ---------------------------------------------------------------- per-partition functions
+
+
+def _problem_rows(
+    X: np.ndarray, y_idx: np.ndarray, problem: tuple[int, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, ±1 targets) of one binary problem in a block (one-vs-one keeps its two classes)."""
+    pos, neg = problem
+    if neg == REST:
+        return X, np.where(y_idx == pos, 1.0, -1.0)
+    mask = (y_idx == pos) | (y_idx == neg)
+    return X[mask], np.where(y_idx[mask] == pos, 1.0, -1.0)
+
+
+def _encode(y: np.ndarray, classes: np.ndarray) -> np.ndarray:
+    """Class indices of a block's labels (every label is one of ``classes``)."""
+    return np.searchsorted(classes, y)
+
+
+def huber_hinge(z: np.ndarray, mu: float) -> np.ndarray:
+    """h_μ(z) = 0 (z ≤ 0), z²/(2μ) (0 < z < μ), z − μ/2 (z ≥ μ); Chapelle (2007) §4."""
+    return np.where(z >= mu, z - 0.5 * mu, np.where(z > 0.0, z * z / (2.0 * mu), 0.0))
+
+
+def newton_sums(
+    X: np.ndarray, y: np.ndarray, z: np.ndarray, mu: float
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """(Σ y_i h'_μ(z_i)(x_i, 1), Σ_quad (x_i, 1)(x_i, 1)', band sizes): F_μ's gradient and Hessian sums.
+
+    The band sizes count the rows with −BAND δ < z < (1 + BAND) δ for δ = μ, μ/2, ..., μ/2^(k−1),
+    k = len(BAND_WIDTHS): the band gathered is the widest that fits in BAND_ROWS.
+    """
+    d = X.shape[1]
+    yf = y * np.clip(z / mu, 0.0, 1.0)
+    g = np.empty(d + 1)
+    g[:d] = X.T @ yf
+    g[d] = yf.sum()
+    Xq = X[(z > 0.0) & (z < mu)]
+    H = np.empty((d + 1, d + 1))
+    H[:d, :d] = Xq.T @ Xq
+    H[:d, d] = H[d, :d] = Xq.sum(axis=0)
+    H[d, d] = Xq.shape[0]
+    widths = mu * BAND_WIDTHS
+    band = ((z[:, None] > -BAND * widths) & (z[:, None] < (1.0 + BAND) * widths)).sum(axis=0)
+    return g, H, band
+
+
+def _pieces(z: np.ndarray, mu: float) -> np.ndarray:
+    """Piece of h_μ each residual lies in: 0 flat, 1 quadratic, 2 linear."""
+    return (z > 0.0).astype(np.int8) + (z >= mu)
+
+
+def _sample_block(
+    X: np.ndarray, y: np.ndarray, p: int, fraction: float, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, bool, np.ndarray, np.ndarray]:
+    """(labels, counts, max |x|, finite, sample X, sample y): the first pass over a block."""
+    labels, counts = np.unique(y, return_counts=True)
+    finite = bool(np.isfinite(X).all())
+    max_abs = max(float(X.max(initial=0.0)), -float(X.min(initial=0.0))) if finite else np.inf
+    take = np.random.default_rng([seed, p]).random(X.shape[0]) < fraction
+    return labels, counts, max_abs, finite, X[take], y[take]
+
+
+def _newton_block(
+    X: np.ndarray,
+    y: np.ndarray,
+    p: int,
+    classes: np.ndarray,
+    problems: list[tuple[int, int]],
+    states: list[tuple[int, np.ndarray, float, np.ndarray, float, float]],
+) -> list[tuple[Any, ...]]:
+    """Per state (problem, w, b, dw, db, μ): Σ h_μ along T_GRID, rows changing piece between t = 0
+    and 1, ``newton_sums`` at each t of T_SUMS, and at t = 1 for μ/10."""
+    y_idx = _encode(y, classes)
+    out = []
+    for j, w, b, dw, db, mu in states:
+        Xj, yj = _problem_rows(X, y_idx, problems[j])
+        z0 = 1.0 - yj * (Xj @ w + b)
+        dm = yj * (Xj @ dw + db)
+        h = huber_hinge(z0[:, None] - dm[:, None] * T_GRID[None, :], mu).sum(axis=0)
+        z1 = z0 - dm
+        changed = int(np.count_nonzero(_pieces(z0, mu) != _pieces(z1, mu)))
+        sums = [newton_sums(Xj, yj, z0 - t * dm, mu) for t in T_SUMS]
+        out.append((h, changed, sums, newton_sums(Xj, yj, z1, 0.1 * mu)))
+    return out
+
+
+@dataclass
+class _Held:
+    """Which rows of a problem sit in its band and which are held at α = C, rebuilt on a block.
+
+    The band is −BAND δ < z < (1 + BAND) δ at the gathered (w, b) and width δ (for the hard margin it
+    starts empty: the sample's rows are the driver's), then each check round's crossings
+    (w_r, b_r, lo_r, hi_r) join it.
+    """
+
+    w: np.ndarray
+    b: float
+    mu: float
+    hard: bool = False
+    rounds: list[tuple[np.ndarray, float, float, float]] = field(default_factory=list)
+
+    def masks(self, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(in band, held at α = C) for the rows X, y of one block."""
+        z = 1.0 - y * (X @ self.w + self.b)
+        if self.hard:
+            band, at_c = np.zeros(z.shape, dtype=bool), np.zeros(z.shape, dtype=bool)
+        else:
+            band = (z > -BAND * self.mu) & (z < (1.0 + BAND) * self.mu)
+            at_c = z >= (1.0 + BAND) * self.mu
+        for w, b, lo, hi in self.rounds:
+            band |= crossed(1.0 - y * (X @ w + b), band, at_c, lo, hi)
+            at_c &= ~band
+        return band, at_c
+
+
+def crossed(z: np.ndarray, band: np.ndarray, at_c: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """Held rows that break their KKT condition: α = C needs z ≥ lo, α = 0 needs z ≤ hi."""
+    return ~band & np.where(at_c, z < lo, z > hi)
+
+
+def _band_block(
+    X: np.ndarray,
+    y: np.ndarray,
+    p: int,
+    classes: np.ndarray,
+    problems: list[tuple[int, int]],
+    states: list[tuple[int, _Held]],
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per state: the band's rows, their ±1 targets, and Σ y_i (x_i, 1) over rows held at α = C."""
+    y_idx = _encode(y, classes)
+    out = []
+    for j, held in states:
+        Xj, yj = _problem_rows(X, y_idx, problems[j])
+        band, at_c = held.masks(Xj, yj)
+        out.append((Xj[band], yj[band], _held_sum(Xj, yj, at_c)))
+    return out
+
+
+def _held_sum(X: np.ndarray, y: np.ndarray, at_c: np.ndarray) -> np.ndarray:
+    """Σ y_i (x_i, 1) over the rows held at α = C."""
+    y_c = np.where(at_c, y, 0.0)
+    return np.append(X.T @ y_c, y_c.sum())
+
+
+def _check_block(
+    X: np.ndarray,
+    y: np.ndarray,
+    p: int,
+    classes: np.ndarray,
+    problems: list[tuple[int, int]],
+    states: list[tuple[int, _Held, np.ndarray, float, tuple[float, float], int]],
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, float]]:
+    """Per state (problem, held, w, b, (lo, hi), cap): crossed rows and targets, held sum, Σ (z)₊."""
+    y_idx = _encode(y, classes)
+    out = []
+    for j, held, w, b, (lo, hi), cap in states:
+        Xj, yj = _problem_rows(X, y_idx, problems[j])
+        band, at_c = held.masks(Xj, yj)
+        z = 1.0 - yj * (Xj @ w + b)
+        cross = np.flatnonzero(crossed(z, band, at_c, lo, hi))
+        if cross.size > cap:  # the worst violators only (hard margin)
+            cross = cross[np.argpartition(-z[cross], cap - 1)[:cap]]
+        keep = at_c.copy()
+        keep[cross] = False
+        out.append((Xj[cross], yj[cross], _held_sum(Xj, yj, keep), float(np.maximum(z, 0.0).sum())))
+    return out
+
+
+# ---------------------------------------------------------------- the driver
+
+
+@dataclass
+class _Problem:
+    """One binary problem's state on the driver."""
+
+    n: int
+    C: float
+    w: np.ndarray
+    b: float
+    mu: float
+    dw: np.ndarray
+    db: float = 0.0
+    width: float = 0.0
+    grad: np.ndarray | None = None
+    steps: int = 0
+    stage_steps: int = 0
+    newton: bool = True
+    solution: LinearSolution | None = None
+    X_band: np.ndarray | None = None
+    y_band: np.ndarray | None = None
+    held: _Held | None = None
+    lin: np.ndarray | None = None
+    fit_alpha: bool = False
+    fit_converged: bool = False
+    fit_mu: float = 0.0
+
+
+@dataclass(frozen=True)
+class PartitionedFit:
+    """Every problem's solution and the passes over the partitions the fit took."""
+
+    solutions: list[LinearSolution]
+    passes: int
+    classes: np.ndarray
+    n_features: int
+    max_abs: float
+
+
+def fit_linear_partitioned(
+    parts: RowPartitions,
+    scheme: str,
+    C: float,
+    fit_intercept: bool = True,
+    tol: float = 1e-4,
+    max_iter: int = 1000,
+    seed: int = 0,
+) -> PartitionedFit:
+    """Exact linear SVMs of every binary problem over row partitions; see the module docstring.
+
+    ``scheme`` ("ovr" or "ovo") decomposes more than two classes (``multiclass.binary_problems``);
+    the first pass raises ValueError for non-finite X or fewer than two classes.
+    """
+    fraction = min(1.0, SAMPLE_ROWS / max(parts.n_rows, 1))
+    blocks = parts.map_gather(_sample_block, fraction, seed)
+    if not all(finite for _, _, _, finite, _, _ in blocks):
+        raise ValueError("Input X contains NaN or infinity.")
+    labels = np.concatenate([lab for lab, *_ in blocks])
+    classes = np.unique(labels)
+    if classes.size < 2:
+        raise ValueError(
+            f"y contains 1 class ({classes[0]!r}); a classifier needs at least 2 classes."
+        )
+    counts = np.zeros(classes.size, dtype=np.int64)
+    for lab, cnt, *_ in blocks:
+        np.add.at(counts, np.searchsorted(classes, lab), cnt)
+    max_abs = max(m for _, _, m, _, _, _ in blocks)
+    Xs = np.concatenate([b[4] for b in blocks])
+    ys_idx = _encode(np.concatenate([b[5] for b in blocks]), classes)
+    problems = binary_problems(classes.size, scheme)
+    result = dict(classes=classes, n_features=parts.n_features, max_abs=max_abs)
+    if fraction >= 1.0:  # every row came back: the in-memory solver, nothing more to pass
+        sols = [
+            fit_linear_exact(*_problem_rows(Xs, ys_idx, pr), C, fit_intercept, tol, max_iter)
+            for pr in problems
+        ]
+        return PartitionedFit(sols, 1, **result)
+    states = [
+        _start(Xs, ys_idx, pr, _problem_size(counts, pr), C, fit_intercept, tol, max_iter)
+        for pr in problems
+    ]
+    passes = 1 + _newton_passes(parts, classes, problems, states, fit_intercept, max_iter)
+    passes += _finish(parts, classes, problems, states, fit_intercept, tol, max_iter)
+    return PartitionedFit([s.solution for s in states], passes, **result)
+
+
+def _problem_size(counts: np.ndarray, problem: tuple[int, int]) -> int:
+    """Rows of one binary problem: all rows (one-vs-rest), or its two classes' rows."""
+    pos, neg = problem
+    return int(counts.sum()) if neg == REST else int(counts[pos] + counts[neg])
+
+
+def _start(
+    Xs: np.ndarray,
+    ys_idx: np.ndarray,
+    problem: tuple[int, int],
+    n: int,
+    C: float,
+    fit_intercept: bool,
+    tol: float,
+    max_iter: int,
+) -> _Problem:
+    """A problem's starting state: the sample's smoothed solution at WARM_MU, else zero at MU_START.
+
+    Hard margin (C = inf): the exact hard-margin solution on the sample, and no Newton phase.
+    """
+    X, y = _problem_rows(Xs, ys_idx, problem)
+    d = Xs.shape[1]
+    state = _Problem(n, C, np.zeros(d), 0.0, MU_START, np.zeros(d))
+    if math.isinf(C):
+        sol = fit_linear_exact(X, y, C, fit_intercept, tol, max_iter)  # raises if not separable
+        state.w, state.b, state.steps, state.newton = sol.w, sol.b, sol.n_iter, False
+        state.X_band, state.y_band, state.lin = X, y, np.zeros(d + 1)
+        state.fit_alpha = state.fit_converged = sol.converged
+        return state
+    if np.unique(y).size == 2:
+        m = X.shape[0]
+        state.w, state.b, state.steps = smoothed_warm_start(
+            X, y, C * n / m, fit_intercept, tol, max_iter
+        )
+        state.mu = state.width = WARM_MU
+        z = 1.0 - y * (X @ state.w + state.b)
+        band = np.count_nonzero((z > -BAND * WARM_MU) & (z < (1.0 + BAND) * WARM_MU))
+        state.newton = band * n / m > 0.5 * BAND_ROWS  # else the sample's band is gathered at once
+    return state
+
+
+def _newton_passes(
+    parts: RowPartitions,
+    classes: np.ndarray,
+    problems: list[tuple[int, int]],
+    states: list[_Problem],
+    fit_intercept: bool,
+    max_iter: int,
+) -> int:
+    """Newton passes until every problem's band is small enough to gather; returns the passes."""
+    passes = 0
+    while True:
+        active = [j for j, s in enumerate(states) if s.newton]
+        if not active:
+            return passes
+        sent = [
+            (j, states[j].w, states[j].b, states[j].dw, states[j].db, states[j].mu) for j in active
+        ]
+        results = parts.map_sum(_newton_block, classes, problems, sent)
+        passes += 1
+        for j, res in zip(active, results, strict=True):
+            _newton_update(states[j], *res, fit_intercept=fit_intercept, max_iter=max_iter)
+
+
+def _newton_update(
+    s: _Problem,
+    h: np.ndarray,
+    changed: int,
+    sums_at: list[Sums],
+    sums_next: Sums,
+    fit_intercept: bool,
+    max_iter: int,
+) -> None:
+    """Take the step (full, or the grid's best), then the next direction, width or phase."""
+    moving = s.grad is not None and bool(np.any(s.dw) or s.db)
+    s.steps += 1
+    s.stage_steps += 1
+    sums = sums_at[0]
+    if moving:
+        assert s.grad is not None
+        F = np.array([0.5 * float((s.w + t * s.dw) @ (s.w + t * s.dw)) for t in T_GRID]) + s.C * h
+        slope = float(s.grad @ np.append(s.dw, s.db)[: s.grad.size])
+        armijo = [i for i, t in enumerate(T_SUMS) if F[i] <= F[-1] + ARMIJO * t * slope]
+        if armijo:  # the best step with its sums at hand
+            i = min(armijo, key=lambda i: F[i])
+            s.w, s.b = s.w + T_SUMS[i] * s.dw, s.b + T_SUMS[i] * s.db
+            sums = sums_at[i]
+            if i == 0 and changed <= SETTLED * sums[2][0]:  # (nearly) no row changed piece
+                _stage_done(s, sums, sums_next, fit_intercept, max_iter)
+                return
+        else:  # the grid's best step; its gradient comes with the next pass
+            t = float(T_GRID[int(np.argmin(F))])
+            s.w, s.b = s.w + t * s.dw, s.b + t * s.db
+            s.dw, s.db, s.grad = np.zeros_like(s.w), 0.0, np.zeros(0)
+            return
+    if s.stage_steps > STAGE_STEPS or s.steps >= max_iter:
+        _stage_done(s, sums, sums_next, fit_intercept, max_iter)
+        return
+    _direction(s, sums, fit_intercept)
+
+
+def _stage_done(
+    s: _Problem,
+    sums: Sums,
+    sums_next: Sums,
+    fit_intercept: bool,
+    max_iter: int,
+) -> None:
+    """After F_μ's minimiser: gather the widest band that is small enough, else go on at μ/10."""
+    fits = np.flatnonzero(sums[2] <= BAND_ROWS)
+    if fits.size or s.mu <= MU_LAST or s.steps >= max_iter:
+        s.width = s.mu * float(BAND_WIDTHS[fits[0] if fits.size else -1])
+        s.newton = False
+        return
+    s.mu *= 0.1
+    s.stage_steps = 0
+    _direction(s, sums_next, fit_intercept)
+
+
+def _direction(s: _Problem, sums: Sums, fit_intercept: bool) -> None:
+    """Newton direction of F_μ at (w, b) from the summed gradient and Hessian (Chapelle 2007)."""
+    g_sum, H_sum, _ = sums
+    d = s.w.size
+    k = d + 1 if fit_intercept else d
+    grad = -s.C * g_sum[:k]
+    grad[:d] += s.w
+    H = (s.C / s.mu) * H_sum[:k, :k]
+    H[:d, :d].flat[:: d + 1] += 1.0
+    if fit_intercept:
+        H[d, d] += 1e-10 * (1.0 + np.trace(H[:d, :d]) / d)
+    if np.linalg.norm(grad) <= 1e-12 * max(1.0, s.C * s.n):
+        step = np.zeros(k)
+    else:
+        try:
+            step = -linalg.cho_solve(
+                linalg.cho_factor(H, check_finite=False), grad, check_finite=False
+            )
+        except linalg.LinAlgError:
+            step = -linalg.lstsq(H, grad, check_finite=False)[0]
+    s.grad = grad
+    s.dw = step[:d]
+    s.db = float(step[d]) if fit_intercept else 0.0
+    if not (np.any(s.dw) or s.db):
+        s.newton = False  # at the minimiser already
+
+
+def _finish(
+    parts: RowPartitions,
+    classes: np.ndarray,
+    problems: list[tuple[int, int]],
+    states: list[_Problem],
+    fit_intercept: bool,
+    tol: float,
+    max_iter: int,
+) -> int:
+    """Band pass, exact reduced solves in memory, check passes until no held row crosses."""
+    hard = math.isinf(states[0].C)
+    for s in states:
+        s.held = _Held(s.w.copy(), s.b, s.width, hard=hard)
+    passes = 0
+    if not hard:  # the hard margin's band is the sample, already here and solved
+        gathered = parts.map_gather(
+            _band_block, classes, problems, [(j, s.held) for j, s in enumerate(states)]
+        )
+        passes = 1
+        for j, s in enumerate(states):
+            s.X_band = np.concatenate([g[j][0] for g in gathered])
+            s.y_band = np.concatenate([g[j][1] for g in gathered])
+            s.lin = np.sum([g[j][2] for g in gathered], axis=0)
+            _solve_band(s, fit_intercept, tol, max_iter)
+    cap = max(1, HARD_ROWS_PER_PASS // parts.n_partitions)
+    pending = list(range(len(states)))
+    for _ in range(CHECK_ROUNDS):
+        sent = [
+            (j, states[j].held, states[j].w, states[j].b, _lo(states[j]), _cap(states[j], cap))
+            for j in pending
+        ]
+        checked = parts.map_gather(_check_block, classes, problems, sent)
+        passes += 1
+        still = []
+        for i, j in enumerate(pending):
+            s = states[j]
+            X_new = np.concatenate([c[i][0] for c in checked])
+            loss = float(np.sum([c[i][3] for c in checked]))
+            if X_new.shape[0] == 0:
+                objective = 0.5 * float(s.w @ s.w) + (0.0 if math.isinf(s.C) else s.C * loss)
+                converged = s.fit_alpha or s.fit_converged
+                s.solution = LinearSolution(s.w, s.b, s.steps, bool(converged), objective)
+                continue
+            assert s.held is not None and s.X_band is not None and s.y_band is not None
+            s.held.rounds.append((s.w.copy(), s.b, *_lo(s)))
+            s.X_band = np.vstack([s.X_band, X_new])
+            s.y_band = np.concatenate([s.y_band, np.concatenate([c[i][1] for c in checked])])
+            s.lin = np.sum([c[i][2] for c in checked], axis=0)
+            _solve_band(s, fit_intercept, tol, max_iter)
+            still.append(j)
+        pending = still
+        if not pending:
+            return passes
+    for j in pending:  # out of rounds: the last reduced solution, flagged
+        s = states[j]
+        s.solution = LinearSolution(s.w, s.b, s.steps, False, math.nan)
+    return passes
+
+
+def _lo(s: _Problem) -> tuple[float, float]:
+    """(lo, hi): held rows need z ≥ lo (α = C; lo = 0, or μ after an inexact solve), z ≤ hi (α = 0)."""
+    if math.isinf(s.C):
+        return -np.inf, HARD_TOL
+    return (0.0 if s.fit_alpha else s.fit_mu), 0.0
+
+
+def _cap(s: _Problem, cap: int) -> int:
+    """Rows a check may bring back per partition: all for the soft margin, the worst for the hard."""
+    return cap if math.isinf(s.C) else np.iinfo(np.int64).max
+
+
+def _solve_band(s: _Problem, fit_intercept: bool, tol: float, max_iter: int) -> None:
+    """The reduced problem on the band, exactly, in memory (held rows through ``lin``)."""
+    assert s.X_band is not None and s.y_band is not None and s.lin is not None
+    if math.isinf(s.C):
+        sol = fit_linear_exact(s.X_band, s.y_band, s.C, fit_intercept, tol, max_iter)
+        s.w, s.b, s.steps = sol.w, sol.b, s.steps + sol.n_iter
+        s.fit_alpha, s.fit_converged = sol.converged, sol.converged
+        return
+    fit = solve_with_fixed_rows(
+        s.X_band,
+        s.y_band,
+        s.C,
+        s.C * s.lin,
+        fit_intercept,
+        tol,
+        max(1, max_iter - s.steps),
+        s.w,
+        s.b,
+        0.1 * s.mu if s.fit_mu == 0.0 else 0.1 * s.fit_mu,
+    )
+    s.w, s.b, s.steps = fit.w, fit.b, s.steps + fit.n_iter
+    s.fit_alpha, s.fit_converged, s.fit_mu = fit.alpha is not None, fit.converged, fit.mu
