@@ -48,17 +48,19 @@ class PartitionTask:
 
 
 def feature_matrix(batch: pa.RecordBatch, features: Sequence[str], where: str) -> np.ndarray:
-    """The ``features`` columns of ``batch`` as a C-ordered float64 matrix; 422 on a missing or
-    non-finite value (naming the file ``where`` and the column)."""
-    X = np.empty((batch.num_rows, len(features)), dtype=np.float64)
+    """The ``features`` columns of ``batch`` as a float64 matrix (column-major: each column is
+    one contiguous copy); 422 on a missing or non-finite value (naming the file ``where`` and
+    the column)."""
+    X = np.empty((batch.num_rows, len(features)), dtype=np.float64, order="F")
     for j, name in enumerate(features):
-        column = batch.column(name)
-        X[:, j] = column.to_numpy(zero_copy_only=False)
-        if column.null_count or not np.isfinite(X[:, j]).all():
-            raise InvalidInput(
-                "the data holds missing or non-finite values",
-                [detail("input.uri", f"{where}: column {name!r} has empty, NaN or inf values")],
-            )
+        X[:, j] = batch.column(name).to_numpy(zero_copy_only=False)
+    finite = np.isfinite(X).all(axis=0)
+    if not finite.all():
+        name = features[int(np.argmin(finite))]
+        raise InvalidInput(
+            "the data holds missing or non-finite values",
+            [detail("input.uri", f"{where}: column {name!r} has empty, NaN or inf values")],
+        )
     return X
 
 
