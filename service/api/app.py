@@ -16,9 +16,10 @@ from service.api.envelope import install_error_handlers
 from service.api.known_query import reject_unknown_query
 from service.api.metrics import Metrics
 from service.api.middleware import RequestContextMiddleware
-from service.api.routes import health, jobs, models, plots, predict, train, v2
+from service.api.routes import batch, health, jobs, models, plots, predict, train, v2
 from service.api.telemetry_gate import ServiceApp, settle_telemetry
 from service.api.ui.pages import install_ui
+from service.inference.batch_scoring import KIND, batch_runner
 from service.inference.batching import MicroBatcher
 from service.inference.limits import PredictGate
 from service.logs import configure_logging, flush_service_logs
@@ -31,7 +32,7 @@ from service.training.queue import JobQueue
 logger = logging.getLogger("service")
 
 #: Routers of the resources, included in this order behind the API key (after predict's).
-RESOURCE_ROUTERS = (train.router, plots.router, models.router, jobs.router)
+RESOURCE_ROUTERS = (train.router, batch.router, plots.router, models.router, jobs.router)
 #: Other servers' protocols (service.api.routes.v2), behind the key but for /v2/health/*.
 PROTOCOL_ROUTERS = (v2.router, v2.compat_router)
 
@@ -65,6 +66,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             make_executor(settings),
             app.state.model_types,
             metrics=app.state.metrics,
+            runners={KIND: batch_runner(store, settings)},
         ).start()
     if isinstance(app, ServiceApp):
         app.state.telemetry = settle_telemetry(app)

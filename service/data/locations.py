@@ -77,7 +77,10 @@ def normalise_uri(uri: str, field: str = "data.uri") -> DataUri:
         raise _refuse(field, "must be an s3:// or file:// URI")
     if FORBIDDEN.search(rest):
         raise _refuse(field, "must not hold a query, fragment, backslash or control character")
-    decoded = unquote(rest, errors="strict")
+    try:
+        decoded = unquote(rest, errors="strict")
+    except UnicodeDecodeError:
+        raise _refuse(field, "holds percent-escapes that are not UTF-8") from None
     if FORBIDDEN.search(decoded) or "%" in decoded:
         raise _refuse(field, "must not hold escaped control characters or double escapes")
     trailing = decoded.endswith("/")

@@ -70,8 +70,10 @@ def select_columns(
     return (X[:, keep] if dropped or keep != list(range(len(given))) else X), dropped
 
 
-def _interval(estimator: Any, X: np.ndarray, level: float, budget: float) -> dict[str, Any]:
-    """``predict_interval``'s (lower, upper) as ``{level, lower, upper}``, within ``budget`` bytes."""
+def interval_bounds(
+    estimator: Any, X: np.ndarray, level: float, budget: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """``predict_interval``'s (lower, upper) within ``budget`` bytes; 409 for a model without draws."""
     try:
         lower, upper = estimator.predict_interval(X, level, max_bytes=budget)
     except ValueError as exc:  # e.g. EM/ECME: a mode, no posterior draws
@@ -79,7 +81,44 @@ def _interval(estimator: Any, X: np.ndarray, level: float, budget: float) -> dic
             f"this model cannot give intervals: {exc}",
             [detail("outputs", f"interval needs posterior draws ({DRAWS})")],
         ) from None
-    return {"level": level, "lower": _floats(lower), "upper": _floats(upper)}
+    return np.asarray(lower), np.asarray(upper)
+
+
+def check_outputs(estimator: Any, record: dict[str, Any], model_id: str, outputs: set[str]) -> None:
+    """409 when the model cannot give one of ``outputs`` (short names): probabilities, intervals."""
+    if "probability" in outputs and not hasattr(estimator, "predict_proba"):
+        why = (
+            "it was trained without probability=true"
+            if "probability" in record.get("params", {})
+            else f"{record['model_type']} gives decision values, not probabilities"
+        )
+        raise Conflict(
+            f"model {model_id} has no probabilities ({why}); ask for label or decision",
+            [detail("outputs", "probability is not available for this model")],
+        )
+    if "interval" in outputs and not hasattr(estimator, "predict_interval"):
+        raise Conflict(
+            f"model {model_id} ({record['model_type']}) has no posterior draws; intervals need "
+            f"a model fitted by sampling ({DRAWS})",
+            [detail("outputs", "interval is not available for this model")],
+        )
+
+
+def score_arrays(
+    estimator: Any, X: np.ndarray, outputs: set[str], level: float, budget: float
+) -> dict[str, Any]:
+    """The outputs ``outputs`` (short names) of ``estimator`` on the checked matrix ``X``, as
+    arrays keyed by short name; ``interval`` is a (lower, upper) pair. Rows are scored in blocks
+    within ``budget`` bytes. The numpy core of every predict: ``POST /predict`` and batch files."""
+    per_row = row_bytes(estimator, X.shape[1])
+    scores: dict[str, Any] = {
+        spec.short: score_in_blocks(scorer(estimator, spec.method), X, per_row, budget)
+        for spec in POINT_OUTPUTS
+        if spec.short in outputs
+    }
+    if "interval" in outputs:
+        scores["interval"] = interval_bounds(estimator, X, level, budget)
+    return scores
 
 
 def score(
@@ -125,22 +164,7 @@ def predict(
     check_n_features(X, int(record["n_features"]))
     estimator = store.load(model_id)
     outputs = {SHORT_NAMES.get(name, name) for name in body.outputs}
-    if "probability" in outputs and not hasattr(estimator, "predict_proba"):
-        why = (
-            "it was trained without probability=true"
-            if "probability" in record.get("params", {})
-            else f"{record['model_type']} gives decision values, not probabilities"
-        )
-        raise Conflict(
-            f"model {model_id} has no probabilities ({why}); ask for label or decision",
-            [detail("outputs", "probability is not available for this model")],
-        )
-    if "interval" in outputs and not hasattr(estimator, "predict_interval"):
-        raise Conflict(
-            f"model {model_id} ({record['model_type']}) has no posterior draws; intervals need "
-            f"a model fitted by sampling ({DRAWS})",
-            [detail("outputs", "interval is not available for this model")],
-        )
+    check_outputs(estimator, record, model_id, outputs)
     out: dict[str, Any] = {
         "model_id": model_id,
         "name": record["name"],
@@ -149,24 +173,21 @@ def predict(
         "dropped_columns": dropped,
     }
     budget = settings.predict_memory_mb * 2**20
-    per_row = row_bytes(estimator, X.shape[1])
+    points = outputs - {"interval"}
 
     def score(rows: np.ndarray) -> dict[str, np.ndarray]:
-        return {
-            spec.short: score_in_blocks(scorer(estimator, spec.method), rows, per_row, budget)
-            for spec in POINT_OUTPUTS
-            if spec.short in outputs
-        }
+        return score_arrays(estimator, rows, points, body.level, budget)
 
     if batcher is not None and X.shape[0] == 1 and "interval" not in outputs:
         scores = batcher.score((model_id, tuple(sorted(outputs))), X, score)
     else:
-        scores = score(X)
+        scores = score_arrays(estimator, X, outputs, body.level, budget)
     for spec in POINT_OUTPUTS:
         if spec.short in scores:
             out[spec.key] = (_labels if spec.labels else _floats)(scores[spec.short])
-    if "interval" in outputs:
-        out["intervals"] = _interval(estimator, X, body.level, budget)
+    if "interval" in scores:
+        lower, upper = scores["interval"]
+        out["intervals"] = {"level": body.level, "lower": _floats(lower), "upper": _floats(upper)}
     give_back_memory(X.nbytes)
     return out
 

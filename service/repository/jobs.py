@@ -1,4 +1,4 @@
-"""Training jobs in the database: the rows ``service.training.queue`` dispatches.
+"""Jobs in the database (trainings and batch scorings): the rows ``service.training.queue`` dispatches.
 
 A job row goes ``queued → running → succeeded | failed | cancelled``; its task (``job_payloads``)
 is deleted when it ends, and so is the fitted model a failed save left in ``job_results`` (kept
@@ -43,6 +43,7 @@ def view_of(row: Any) -> dict[str, Any]:
     """The public fields of a ``JOB_VIEWS`` row (``JobView``)."""
     return {
         "job_id": row.job_id,
+        "kind": row.kind,
         "status": row.status,
         "progress": round(float(row.progress), 4),
         "model_type": row.model_type,
@@ -50,6 +51,7 @@ def view_of(row: Any) -> dict[str, Any]:
         "model_id": row.model_id,
         "version": row.version,
         "error": json.loads(row.error) if row.error else None,
+        "result": json.loads(row.result) if row.result else None,
         "created_at": row.created_at,
         "started_at": row.started_at,
         "finished_at": row.finished_at,
@@ -115,20 +117,31 @@ class JobStore:
         return {r.job_id: r for r in rows}
 
     # -- queueing and claiming -----------------------------------------------------------------
-    def add(self, job_id: str, model_type: str, name: str, data: bytes, max_queued: int) -> None:
-        """Queue a job with its task ``data`` (429 when ``max_queued`` jobs already wait)."""
+    def add(
+        self,
+        job_id: str,
+        model_type: str,
+        name: str,
+        data: bytes,
+        max_queued: int,
+        kind: str = "train",
+        model_id: str | None = None,
+    ) -> None:
+        """Queue a job of ``kind`` with its task ``data`` (429 when ``max_queued`` jobs wait)."""
         with self.db.write() as conn:
             waiting = conn.execute(
                 select(func.count()).select_from(jobs).where(jobs.c.status == "queued")
             ).scalar()
             if int(waiting or 0) >= max_queued:
                 raise Busy(
-                    f"{waiting} trainings are waiting (BSVM_MAX_QUEUED); retry later",
+                    f"{waiting} jobs are waiting (BSVM_MAX_QUEUED); retry later",
                     headers={"Retry-After": str(RETRY_AFTER_S)},
                 )
             conn.execute(
                 insert(jobs).values(
                     job_id=job_id,
+                    kind=kind,
+                    model_id=model_id,
                     status="queued",
                     model_type=model_type,
                     name=name,
@@ -140,8 +153,9 @@ class JobStore:
             )
             conn.execute(insert(job_payloads).values(job_id=job_id, data=data))
 
-    def claim_oldest(self, owner: str, lease_s: float) -> tuple[str, bytes | None] | None:
-        """Take the oldest queued job for ``owner``: its id and task; None when none is queued."""
+    def claim_oldest(self, owner: str, lease_s: float) -> tuple[str, bytes | None, str] | None:
+        """Take the oldest queued job for ``owner``: its id, task and kind; None when none is
+        queued."""
         while True:
             with self.db.read() as conn:
                 job_id = conn.execute(
@@ -170,7 +184,8 @@ class JobStore:
                     data = conn.execute(
                         select(job_payloads.c.data).where(job_payloads.c.job_id == job_id)
                     ).scalar()
-                    return job_id, data
+                    kind = conn.execute(select(jobs.c.kind).where(jobs.c.job_id == job_id)).scalar()
+                    return job_id, data, str(kind or "train")
             # another process took it first: look for the next one
 
     def renew(self, owner: str, progress: dict[str, float], lease_expires: float) -> None:
@@ -201,9 +216,10 @@ class JobStore:
         status: str,
         error: ApiError | None = None,
         model_id: str | None = None,
+        result: dict[str, Any] | None = None,
     ) -> bool:
         """Move ``job_id`` from ``expected`` to a final ``status`` (with its error, or the model
-        it stored: progress 1); False when it was not there."""
+        it stored or the ``result`` it gave: progress 1); False when it was not there."""
         values: dict[str, Any] = {
             "status": status,
             "finished_at": now_iso(),
@@ -212,6 +228,8 @@ class JobStore:
         }
         if model_id is not None:
             values.update(model_id=model_id, progress=1.0)
+        if result is not None:
+            values.update(result=json.dumps(result), progress=1.0)
         if error is not None:
             values["error"] = _error_json(error)
         with self.db.write() as conn:

@@ -89,6 +89,8 @@ jobs = Table(
     Column("ended", Float, nullable=True, doc="Epoch seconds of the end, for the TTL."),
     Column("model_id", String(34), nullable=True),
     Column("error", Text, nullable=True, doc="JSON {code, message, details} when it failed."),
+    Column("kind", String(16), nullable=False, server_default="train", doc="train, batch_predict."),
+    Column("result", Text, nullable=True, doc="JSON of a job that stores no model, when done."),
     Index("ix_jobs_status_created", "status", "created_at"),
     Index("ix_jobs_name", "name"),
 )

@@ -7,8 +7,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from service.errors import ErrorDetail
+from service.schemas.batch import BatchResult
 
 JobStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+JobKind = Literal["train", "batch_predict"]
 
 
 class JobError(BaseModel):
@@ -20,20 +22,30 @@ class JobError(BaseModel):
 
 
 class JobView(BaseModel):
-    """A background training."""
+    """A background training or batch scoring."""
 
     model_config = ConfigDict(protected_namespaces=())
 
     job_id: str
+    kind: JobKind = Field(
+        "train", description="`train` (a model) or `batch_predict` (files scored into files)."
+    )
     status: JobStatus
-    progress: float = Field(ge=0.0, le=1.0)
+    progress: float = Field(
+        ge=0.0, le=1.0, description="0..1; a batch scoring's share of input files written."
+    )
     model_type: str
-    name: str
-    model_id: str | None = Field(None, description="Set when the job succeeded.")
+    name: str = Field(description="The model's name (a batch scoring: of the model it uses).")
+    model_id: str | None = Field(
+        None, description="Set when a training succeeded; a batch scoring's model from the start."
+    )
     version: int | None = Field(
         None, description="The stored model's version of its name, set with model_id."
     )
     error: JobError | None = Field(None, description="Set when the job failed.")
+    result: BatchResult | None = Field(
+        None, description="Set when a batch scoring succeeded: its output URI, files and rows."
+    )
     created_at: str
     started_at: str | None = None
     finished_at: str | None = None

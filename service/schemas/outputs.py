@@ -9,7 +9,9 @@ about its values.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -41,3 +43,14 @@ SHORT_NAMES = {spec.key: spec.short for spec in OUTPUTS}
 DEPRECATED_OUTPUTS = {spec.short: spec.key for spec in OUTPUTS}
 """Former names of the outputs, kept working: each asks for the response key it maps to."""
 OUTPUT_NAMES = tuple(spec.key for spec in OUTPUTS) + tuple(spec.short for spec in OUTPUTS)
+INTERVAL_COLUMNS = ("interval_lower", "interval_upper")
+"""Column prefixes of an interval's two bounds in tables (CSV answers, batch output files)."""
+
+
+def column_names(prefix: str, classes: Sequence[Any], per_class: bool) -> list[str]:
+    """The table columns of one output: ``<prefix>_<class>`` per class when ``per_class`` (2-D
+    values), else one column: ``prefix``, or ``decision_<classes[1]>`` for a binary decision
+    (positive means that class). CSV answers and batch output files are named by this."""
+    if per_class:
+        return [f"{prefix}_{c}" for c in classes]
+    return [f"{prefix}_{classes[-1]}" if prefix == "decision" else prefix]

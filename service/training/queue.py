@@ -20,6 +20,11 @@ loss fails the job with a clear error instead.
 
 A synchronous ``POST /train`` is a job like any other: the request waits for its row to end.
 
+Jobs of other kinds (``batch_predict``) share the table, the leases, progress and cancel: the
+queue runs them with the ``JobRunner`` given for their kind (``runners``), in a thread of the
+dispatcher, and ends them with the runner's result (``jobs.result``) or the ``ApiError`` it
+raised. A cancel or a lost lease sets the event the runner watches.
+
 Storing the fitted model (``_save``): the model id is chosen once, the artifact put is
 idempotent, and the model row commits in the transaction that ends the job, so nothing is ever
 stored twice. When the artifact store or the database is unreachable (``repository.faults``), a
@@ -38,6 +43,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +85,11 @@ SYNC_SAVE_RETRY_S = 3.0
 SAVE_BACKOFF_S = (0.5, 30.0)
 """First and longest pause between two attempts of a failed save (doubling in between)."""
 UNAVAILABLE = {DATABASE: "DATABASE_UNAVAILABLE", STORE: "STORE_UNAVAILABLE"}
+TRAIN = "train"
+
+JobRunner = Callable[[str, bytes, threading.Event, Callable[[float], None]], dict[str, Any]]
+"""Runs a job of a kind other than ``train``: ``(job_id, task bytes, cancelled, on_progress)``
+→ the job's result (JSON-able); raises an ``ApiError`` (``TrainingCancelled`` once cancelled)."""
 
 
 ERRORS: dict[str, type[ApiError]] = {
@@ -148,6 +159,8 @@ class JobQueue:
         Model type → ``ModelSpec``, to rebuild tasks read back from the database.
     metrics : object, optional
         Anything with ``record_training(model_type, outcome, seconds)``.
+    runners : dict, optional
+        Job kind → ``JobRunner`` for the jobs that are not trainings (``batch_predict``).
     """
 
     def __init__(
@@ -158,8 +171,10 @@ class JobQueue:
         executor: Executor,
         model_types: ModelTypes,
         metrics: Any = None,
+        runners: dict[str, JobRunner] | None = None,
     ) -> None:
         self.settings = settings
+        self.runners = dict(runners or {})
         self.db = db
         self.job_store = JobStore(db)
         self.store = store
@@ -210,6 +225,20 @@ class JobQueue:
         data = encode_task(task)
         self.job_store.add(
             job_id, task.model_type, task.meta["name"], data, self.settings.max_queued
+        )
+        self._wake.set()
+        return self.get(job_id)
+
+    def submit_job(
+        self, kind: str, model_type: str, name: str, data: bytes, model_id: str | None = None
+    ) -> dict[str, Any]:
+        """Queue a job of ``kind`` (one of ``runners``) with its task bytes (and the model it
+        uses); its view."""
+        if kind not in self.runners:
+            raise ValueError(f"no runner for jobs of kind {kind!r}")
+        job_id = new_job_id()
+        self.job_store.add(
+            job_id, model_type, name, data, self.settings.max_queued, kind=kind, model_id=model_id
         )
         self._wake.set()
         return self.get(job_id)
@@ -275,7 +304,10 @@ class JobQueue:
         with self._lock:
             return sum(not r.saving for r in self._running.values())
 
-    def _start(self, job_id: str, data: bytes | None) -> None:
+    def _start(self, job_id: str, data: bytes | None, kind: str = TRAIN) -> None:
+        if kind != TRAIN:
+            self._start_other(job_id, data, kind)
+            return
         kept: PendingSave | None = None
         try:
             if data is None:
@@ -307,6 +339,61 @@ class JobQueue:
             self._running[job_id] = running
             self._threads[job_id] = thread
             thread.start()
+
+    def _start_other(self, job_id: str, data: bytes | None, kind: str) -> None:
+        """Run a job of another kind with its runner, in a thread of its own."""
+        runner = self.runners.get(kind)
+        if runner is None or data is None:
+            logger.error("job %s of kind %s cannot run here; failed", job_id, kind)
+            self.job_store.finish_if(
+                job_id, "running", "failed", TrainingFailed(f"no runner for {kind} jobs")
+            )
+            return
+        running = _Running(job_id, threading.Event())
+        thread = threading.Thread(
+            target=self._run_other,
+            args=(running, runner, data, kind),
+            name=f"{kind}-{job_id}",
+            daemon=True,
+        )
+        with self._lock:
+            self._running[job_id] = running
+            self._threads[job_id] = thread
+            thread.start()
+
+    def _run_other(self, running: _Running, runner: JobRunner, data: bytes, kind: str) -> None:
+        """The runner's result ends the job ``succeeded``; its ``ApiError`` ends it ``failed``
+        (``cancelled`` for a cancel); a job taken over is left to its new owner."""
+        job_id = running.job_id
+        try:
+            try:
+                result = runner(job_id, data, running.cancel, lambda f: self._progress(running, f))
+            except TrainingCancelled as exc:
+                if not running.lost:
+                    self._end(running, "cancelled", exc)
+                return
+            except ApiError as exc:
+                if not running.lost:
+                    self._end(running, "failed", exc)
+                return
+            except Exception:
+                logger.exception("%s job %s failed", kind, job_id)
+                if not running.lost:
+                    self._end(
+                        running, "failed", TrainingFailed(f"the {kind} job failed; see the log")
+                    )
+                return
+            if running.lost:
+                logger.warning("job %s was taken over by another process; result dropped", job_id)
+                return
+            self.job_store.finish_if(job_id, "running", "succeeded", result=result)
+        except Exception:
+            logger.exception("job %s could not be concluded", job_id)
+        finally:
+            with self._lock:
+                self._running.pop(job_id, None)
+                self._threads.pop(job_id, None)
+            self._wake.set()
 
     def _heartbeat(self) -> None:
         """Renew this process's leases, write progress, pick up cancel flags set anywhere."""

@@ -15,7 +15,7 @@ import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from service.schemas.outputs import POINT_OUTPUTS
+from service.schemas.outputs import INTERVAL_COLUMNS, POINT_OUTPUTS, column_names
 from service.wire.answer import Answer
 from service.wire.media import CSV_MEDIA_TYPE
 
@@ -25,9 +25,8 @@ _QUOTED = (",", '"', "\n", "\r")
 def _columns_of(values: list[Any], prefix: str, classes: Sequence[Any]) -> tuple[list[str], list]:
     """Header names and columns of one output: 1-D → one column, 2-D → one per class."""
     if values and isinstance(values[0], list):
-        return [f"{prefix}_{c}" for c in classes], [list(c) for c in zip(*values, strict=True)]
-    suffix = f"_{classes[-1]}" if prefix == "decision" else ""
-    return [prefix + suffix], [values]
+        return column_names(prefix, classes, True), [list(c) for c in zip(*values, strict=True)]
+    return column_names(prefix, classes, False), [values]
 
 
 def output_columns(out: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]:
@@ -43,8 +42,8 @@ def output_columns(out: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]:
             parts.append(_columns_of(out[spec.key], spec.short, classes))
     intervals = out.get("intervals")
     if intervals is not None:
-        parts.append(_columns_of(intervals["lower"], "interval_lower", classes))
-        parts.append(_columns_of(intervals["upper"], "interval_upper", classes))
+        for bound, prefix in zip(("lower", "upper"), INTERVAL_COLUMNS, strict=True):
+            parts.append(_columns_of(intervals[bound], prefix, classes))
     header = [name for names, _ in parts for name in names]
     return header, [column for _, cols in parts for column in cols]
 
