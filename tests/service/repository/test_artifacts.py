@@ -106,7 +106,15 @@ def test_delete_removes_legacy_record_too(store: ArtifactStore) -> None:
 
 @pytest.mark.parametrize(
     "bad",
-    ["../x", "m_../../etc", "m_" + "A" * 32, "m_" + "0" * 31, "m_" + "c" * 32 + "/../x", "", "/abs"],
+    [
+        "../x",
+        "m_../../etc",
+        "m_" + "A" * 32,
+        "m_" + "0" * 31,
+        "m_" + "c" * 32 + "/../x",
+        "",
+        "/abs",
+    ],
 )
 def test_malformed_ids_are_refused(store: ArtifactStore, bad: str) -> None:
     for call in (store.get, store.exists, store.size, store.delete):
