@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -68,6 +68,9 @@ class TrainRequestBase(BaseModel):
     """Fields shared by every model type."""
 
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
+    rows_fields: ClassVar[tuple[str, ...]] = ("X", "y")
+    """Required unless ``rows_instead`` is given (checked when the task is prepared)."""
+    rows_instead: ClassVar[str] = "data"
 
     X: Matrix | None = Field(
         None, description="Training rows, one list of numbers per sample (or send data)."

@@ -127,7 +127,11 @@ def required_fields(body: Any) -> list[str]:
     models = _models_at(body, [])
     if not models:
         return []
-    required = [{name for name, f in m.model_fields.items() if f.is_required()} for m in models]
+    required = [
+        {name for name, f in m.model_fields.items() if f.is_required()}
+        | set(getattr(m, "rows_fields", ()))
+        for m in models
+    ]
     tags = [name for name in models[0].model_fields if name in _tag_fields(models[0])]
     order = tags + [name for name in models[0].model_fields if name not in tags]
     return sorted(set.intersection(*required), key=order.index)
@@ -149,6 +153,9 @@ def _problem(error: Mapping[str, Any], body: Any = None) -> str:
     if kind == "missing" and tuple(error.get("loc", ())) == ("body",):
         fields = required_fields(body)
         wanted = f" with {', '.join(fields)}" if fields else ""
+        instead = {getattr(m, "rows_instead", None) for m in _models_at(body, [])} - {None}
+        if len(instead) == 1:
+            wanted += f" (or {instead.pop()} in place of the rows)"
         return f"the body is empty: send a JSON object{wanted}"
     bound = ctx.get(_BOUND_KEYS.get(kind, ""))
     if isinstance(bound, float) and bound != 0 and not 1e-6 <= abs(bound) < 1e16:

@@ -7,13 +7,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body
 from fastapi.responses import JSONResponse
 
+from service.api.content_types import BodyRoute
 from service.api.deps import JobsDep, SettingsDep, StoreDep
 from service.api.openapi import error_responses
 from service.inference.batch_scoring import KIND, plan_batch
 from service.schemas.batch import BatchPredictRequest
 from service.schemas.jobs import JobView
 
-router = APIRouter(tags=["batch"])
+router = APIRouter(tags=["batch"], route_class=BodyRoute)
 
 EXAMPLE = {
     "model": "iris-demo@stable",

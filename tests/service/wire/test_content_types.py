@@ -20,6 +20,7 @@ BODY_ROUTES = [
     ("/train", TRAIN_JSON, True),
     ("/predict", json.dumps({"model": "m", "X": [[1.0, 2.0]]}), True),
     ("/models/by-name/m/aliases/stable", json.dumps({"version": 1}), False),
+    ("/batch-predictions", json.dumps({"model": "m"}), False),
 ]
 
 

@@ -44,7 +44,9 @@ def test_missing_model_type_lists_the_types(client):
 def test_empty_body_says_what_to_send(client):
     headers = {"Content-Type": "application/json"}
     found = problems(client.post("/train", content=b"", headers=headers))
-    assert found == {"body": "the body is empty: send a JSON object with model_type, X, y"}
+    assert found == {
+        "body": "the body is empty: send a JSON object with model_type, X, y (or data in place of the rows)"
+    }
     found = problems(client.post("/predict", content=b"", headers=headers))
     assert found == {"body": "the body is empty: send a JSON object with model, X"}
 
