@@ -220,9 +220,8 @@ def _continuation(
     n = X.shape[0]
     total = 0
     while True:
-        w, b, k = smoothed_newton(
-            X, y, C, mu, w, b, fit_intercept, max(1, min(50, max_iter - total)), lin
-        )
+        cap = max(1, min(50, max_iter - total))
+        w, b, k = smoothed_newton(X, y, C, mu, w, b, fit_intercept, cap, lin)
         total += k
         if mu <= stop_mu:
             return ContinuationFit(w, b, total, False, None, mu)
@@ -243,9 +242,8 @@ def _continuation(
                 return ContinuationFit(w2, b2, total, True, alpha, mu)
         p, gap_bound = _smoothing_gap(problem, w, b, z, mu)
         if total >= max_iter or mu <= MU_MIN or gap_bound <= 1e-15 * max(p, 1.0):
-            return ContinuationFit(
-                w, b, total, bool(gap_bound <= problem.tol * max(p, 1e-300)), None, mu
-            )
+            certified = gap_bound <= problem.tol * max(p, 1e-300)
+            return ContinuationFit(w, b, total, bool(certified), None, mu)
         mu *= 0.1
 
 
@@ -292,9 +290,8 @@ def _reduced(
             crossed = (at_c & (z < mu)) | (~rows & ~at_c & (z > 0.0))
             if not crossed.any():
                 p, gap_bound = _smoothing_gap(problem, w, b, z, mu)
-                return ContinuationFit(
-                    w, b, total, bool(gap_bound <= problem.tol * max(p, 1e-300)), None, mu
-                )
+                certified = fit.converged and gap_bound <= problem.tol * max(p, 1e-300)
+                return ContinuationFit(w, b, total, bool(certified), None, mu)
         if not crossed.any() or total >= max_iter:
             return ContinuationFit(w, b, total, False, None, mu)
         rows = rows | crossed

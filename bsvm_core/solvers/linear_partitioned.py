@@ -567,6 +567,18 @@ def _split_held(total: np.ndarray) -> tuple[np.ndarray, float]:
     return total[:-1], float(total[-1])
 
 
+def _restart_mu(s: _Problem) -> float:
+    """Smoothing width a band solve starts at: μ/10 of the gathering width, then of the last solve.
+
+    After a solve that found no exact dual, rows that crossed join from points far off its
+    answer's margin, and Newton at a tiny μ from there does not reach F_μ's minimiser: such a
+    round restarts the continuation at WARM_MU.
+    """
+    if s.fit_mu == 0.0:
+        return 0.1 * s.mu
+    return 0.1 * s.fit_mu if s.fit_alpha else WARM_MU
+
+
 def _solve_band(s: _Problem, fit_intercept: bool, tol: float, max_iter: int) -> None:
     """The reduced problem on the band, exactly, in memory (held rows through ``lin``)."""
     assert s.X_band is not None and s.y_band is not None and s.lin is not None
@@ -585,7 +597,7 @@ def _solve_band(s: _Problem, fit_intercept: bool, tol: float, max_iter: int) -> 
         max(1, max_iter - s.steps),
         s.w,
         s.b,
-        0.1 * s.mu if s.fit_mu == 0.0 else 0.1 * s.fit_mu,
+        _restart_mu(s),
         s.C * s.n_held,
     )
     s.w, s.b, s.steps = fit.w, fit.b, s.steps + fit.n_iter
