@@ -279,7 +279,8 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
         The data never come together: standardisation takes one pass (merged column moments),
         EM and ECME one pass per iteration (the Anderson candidate is evaluated in the same pass)
         plus two for the exact finish, which gathers only the rows near the hinge kink and
-        certifies the mode on every row; MCMC one pass per sweep for every chain and class. The
+        certifies the mode on every row (ECME: two or three per round of its exact finish, which
+        alternates that exact mode with ν's update until both are fixed); MCMC one pass per sweep for every chain and class. The
         learned attributes are those of ``fit`` on the same rows (EM/ECME: the same mode; MCMC:
         draws of the same posterior from other random streams, without ``fit``'s collapsed
         moves), plus ``n_passes_``, the passes made. ``spike_slab`` needs the rows in memory.

@@ -190,14 +190,15 @@ class LinearSVM(SVMClassifierBase):
                 "held-out folds need the rows; fit with probability=False."
             )
         try:
-            fit = fit_linear_partitioned(
-                parts,
-                str(self.multiclass),
-                float(self.C),
-                bool(self.fit_intercept),
-                float(self.tol),
-                int(self.max_iter),
-            )
+            with single_blas_thread_if(parts.n_rows * parts.n_features >= SINGLE_THREAD_SIZE):
+                fit = fit_linear_partitioned(
+                    parts,
+                    str(self.multiclass),
+                    float(self.C),
+                    bool(self.fit_intercept),
+                    float(self.tol),
+                    int(self.max_iter),
+                )
         except BsvmValueError:
             raise
         except ValueError as err:

@@ -17,7 +17,9 @@ the multipliers of the reduced certificate, that is the KKT condition on every r
 optimum) and returns the objective. Rows that broke their side come back in that same pass and join
 the gathered set for another round; a finish that fails leaves EM to iterate on, as in memory.
 
-ECME (bayes-svm.md §5) runs ``fit_ecme``'s loop: one pass per iteration.
+ECME (bayes-svm.md §5) runs ``fit_ecme``'s loop: one pass per iteration, then its exact finish
+(``bayes_ecme.joint_mode``), each exact mode at ν taken as above (a gather pass and a check pass,
+after a counting pass from the second round on): both fits end at the same joint stationary point.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import numpy as np
 
 from ..exceptions import BsvmValueError
 from ..partitions import RowPartitions
-from .bayes_ecme import ecme_value, tau_mode
+from .bayes_ecme import ModeReply, cme_nu, ecme_value, joint_mode
 from .bayes_em import (
     ANDERSON_MEMORY,
     FINISH_EVERY,
@@ -178,8 +180,34 @@ def em_by_sums(
     return EMResult(beta, f_old, n_iter, converged, float(nu))
 
 
+def exact_mode_by_sums(
+    t: int,
+    n: int,
+    beta: np.ndarray,
+    nu: float,
+    counts: np.ndarray | None,
+    *,
+    alpha: float,
+    penalised: np.ndarray,
+    tol: float,
+    max_iter: int,
+) -> Generator[Request, Any, ModeReply]:
+    """``bayes_ecme.exact_mode`` by passes: the gathered finish at ν, else EM at ν from β."""
+    if counts is None:
+        _, _, _, counts, _, _ = yield Sums(t, beta, RESIDUAL_FLOOR, gram=False, counts=True)
+    found = yield from gather_finish(t, n, beta, counts, alpha, nu, penalised)
+    if found is None:
+        res = yield from em_by_sums(t, n, beta, alpha=alpha, nu=nu, penalised=penalised, tol=tol,
+                                    max_iter=max_iter)  # fmt: skip
+        if not res.polished:
+            return None
+        found = res.beta, res.objective - half_penalty(res.beta, alpha, nu, penalised)
+    return found
+
+
 def ecme_by_sums(
     t: int,
+    n: int,
     beta: np.ndarray,
     *,
     alpha: float,
@@ -196,15 +224,15 @@ def ecme_by_sums(
     opts = {"alpha": alpha, "a_nu": a_nu, "b_nu": b_nu, "penalised": penalised}
     nu = float(nu0)
     eps = max(FLOOR_START, RESIDUAL_FLOOR)
-    hinge, _, _, _, gram, rhs = yield Sums(t, beta, eps)
+    can_finish = alpha in (1.0, 2.0)
+    hinge, _, _, counts, gram, rhs = yield Sums(t, beta, eps, counts=can_finish)
     f_old = ecme_value(hinge, beta, nu, **opts)
     converged = False
     n_iter = 0
     for n_iter in range(1, max_iter + 1):
         beta = solve_m_step(gram, rhs, prior_precision(beta, alpha, nu, penalised))
-        hinge, _, _, _, gram, rhs = yield Sums(t, beta, eps)
-        tau = tau_mode(penalty_sum(beta, alpha, penalised), alpha, k, a_nu, b_nu)
-        nu = float(tau ** (-1.0 / alpha))
+        hinge, _, _, counts, gram, rhs = yield Sums(t, beta, eps, counts=can_finish)
+        nu = cme_nu(beta, alpha, k, a_nu, b_nu, penalised)
         f_new = ecme_value(hinge, beta, nu, **opts)
         change = abs(f_old - f_new) / max(abs(f_new), 1.0)
         converged = change <= tol and eps <= RESIDUAL_FLOOR
@@ -219,6 +247,24 @@ def ecme_by_sums(
             progress(n_iter / max_iter)
         if refresh:
             _, _, _, _, gram, rhs = yield Sums(t, beta, eps)
+    if converged and can_finish:
+        finish = joint_mode(beta, nu, alpha=alpha, a_nu=a_nu, b_nu=b_nu, penalised=penalised)
+        found = None
+        try:
+            request = next(finish)
+            while True:
+                reply = yield from exact_mode_by_sums(
+                    t, n, *request, counts, alpha=alpha, penalised=penalised, tol=tol,
+                    max_iter=max_iter,
+                )  # fmt: skip
+                counts = None  # the counts were of the loop's last iterate
+                request = finish.send(reply)
+        except StopIteration as stop:
+            found = stop.value
+        if found is not None:
+            beta, nu, hinge = found
+            objective = hinge + half_penalty(beta, alpha, nu, penalised)
+            return EMResult(beta, objective, n_iter, True, nu, polished=True)
     objective = float(hinge) + half_penalty(beta, alpha, nu, penalised)
     return EMResult(beta, objective, n_iter, converged, nu)
 
@@ -239,7 +285,7 @@ def mode_by_sums(
     beta = np.array(beta0, dtype=np.float64)
     if method == "em":
         return (yield from em_by_sums(t, n, beta, **opts))
-    return (yield from ecme_by_sums(t, beta, **opts))
+    return (yield from ecme_by_sums(t, n, beta, **opts))
 
 
 def fit_modes_by_partitions(

@@ -65,9 +65,12 @@ KKT_TOL = 1e-9
 
 @dataclass(frozen=True)
 class _Problem:
-    """min ½‖w‖² − lin'(w, b) + C Σ max(0, 1 − y_i(w'x_i + b)) over these rows.
+    """min held − lin'(w, b) + ½‖w‖² + C Σ max(0, 1 − y_i(w'x_i + b)) over these rows.
 
-    ``lin`` = C Σ y_i (x_i, 1) over rows held at α_i = C outside a reduced problem (None: none).
+    ``lin`` = C Σ y_i (x_i, 1) over rows held at α_i = C outside a reduced problem (None: none),
+    and ``held`` = C × their number: their hinge C(1 − y_i(w'x_i + b)) summed, so the reduced
+    objective is the full one wherever the held rows keep their side, and the stopping rules'
+    relative tests are relative to the full objective.
     """
 
     X: np.ndarray
@@ -76,6 +79,7 @@ class _Problem:
     fit_intercept: bool
     tol: float
     lin: np.ndarray | None = None
+    held: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -130,14 +134,17 @@ def solve_with_fixed_rows(
     w: np.ndarray,
     b: float,
     mu: float,
+    held: float = 0.0,
 ) -> ContinuationFit:
-    """Continuation from (w, b, μ) on min ½‖w‖² − lin'(w, b) + C Σ hinge over these rows.
+    """Continuation from (w, b, μ) on min held − lin'(w, b) + ½‖w‖² + C Σ hinge over these rows.
 
     The rows of a larger problem held at α = C enter through ``lin`` = C Σ y_i (x_i, 1) (length
-    d + 1, or d without intercept): a reduced problem, as ``_reduced`` builds it in memory.
+    d + 1, or d without intercept) and ``held`` = C × their number: a reduced problem, as
+    ``_reduced`` builds it in memory.
     """
     k = X.shape[1] + 1 if fit_intercept else X.shape[1]
-    problem = _Problem(X, y, C, fit_intercept, tol, np.asarray(lin[:k], dtype=np.float64))
+    lin_k = np.asarray(lin[:k], dtype=np.float64)
+    problem = _Problem(X, y, C, fit_intercept, tol, lin_k, float(held))
     return _continuation(problem, max_iter, w, b, mu)
 
 
@@ -179,10 +186,21 @@ def warm_start_rows(n: int) -> np.ndarray:
     return np.sort(np.random.default_rng(0).choice(n, int(n * WARM_FRACTION), replace=False))
 
 
-def _smoothing_gap(w: np.ndarray, z: np.ndarray, C: float, mu: float) -> tuple[float, float]:
-    """(P, P − F_μ) from the residuals: at F_μ's minimiser P − F_μ bounds P − P* (Chapelle 2007)."""
-    p = primal_from_residuals(w, z, C)
-    return p, p - smoothed_objective(w, z, C, mu)
+def _smoothing_gap(
+    problem: _Problem, w: np.ndarray, b: float, z: np.ndarray, mu: float
+) -> tuple[float, float]:
+    """(P, P − F_μ) from the residuals: at F_μ's minimiser P − F_μ bounds P − P* (Chapelle 2007).
+
+    P includes the held rows' affine hinge, held − lin'(w, b) (``_Problem``), which F_μ shares.
+    """
+    p_rows = primal_from_residuals(w, z, problem.C)
+    gap = p_rows - smoothed_objective(w, z, problem.C, mu)
+    p = p_rows + problem.held
+    if problem.lin is not None:
+        p -= float(problem.lin[: w.size] @ w)
+        if problem.fit_intercept:
+            p -= float(problem.lin[w.size]) * b
+    return p, gap
 
 
 def _continuation(
@@ -202,9 +220,8 @@ def _continuation(
     n = X.shape[0]
     total = 0
     while True:
-        w, b, k = smoothed_newton(
-            X, y, C, mu, w, b, fit_intercept, max(1, min(50, max_iter - total)), lin
-        )
+        cap = max(1, min(50, max_iter - total))
+        w, b, k = smoothed_newton(X, y, C, mu, w, b, fit_intercept, cap, lin)
         total += k
         if mu <= stop_mu:
             return ContinuationFit(w, b, total, False, None, mu)
@@ -223,11 +240,10 @@ def _continuation(
             total += k2
             if exact:
                 return ContinuationFit(w2, b2, total, True, alpha, mu)
-        p, gap_bound = _smoothing_gap(w, z, C, mu)
+        p, gap_bound = _smoothing_gap(problem, w, b, z, mu)
         if total >= max_iter or mu <= MU_MIN or gap_bound <= 1e-15 * max(p, 1.0):
-            return ContinuationFit(
-                w, b, total, bool(gap_bound <= problem.tol * max(p, 1e-300)), None, mu
-            )
+            certified = gap_bound <= problem.tol * max(p, 1e-300)
+            return ContinuationFit(w, b, total, bool(certified), None, mu)
         mu *= 0.1
 
 
@@ -257,7 +273,8 @@ def _reduced(
         g[:d] += C * (X.T @ y_c)
         if fit_intercept:
             g[d] += C * y_c.sum()
-        sub = _Problem(X[rows], y[rows], C, fit_intercept, problem.tol, g)
+        held = problem.held + C * np.count_nonzero(at_c)
+        sub = _Problem(X[rows], y[rows], C, fit_intercept, problem.tol, g, held)
         fit = _continuation(sub, max(1, max_iter - total), w, b, 0.1 * mu)
         del sub  # its row copy goes before the next round's (larger) one is made
         total += fit.n_iter
@@ -272,10 +289,9 @@ def _reduced(
         else:
             crossed = (at_c & (z < mu)) | (~rows & ~at_c & (z > 0.0))
             if not crossed.any():
-                p, gap_bound = _smoothing_gap(w, z, C, mu)
-                return ContinuationFit(
-                    w, b, total, bool(gap_bound <= problem.tol * max(p, 1e-300)), None, mu
-                )
+                p, gap_bound = _smoothing_gap(problem, w, b, z, mu)
+                certified = fit.converged and gap_bound <= problem.tol * max(p, 1e-300)
+                return ContinuationFit(w, b, total, bool(certified), None, mu)
         if not crossed.any() or total >= max_iter:
             return ContinuationFit(w, b, total, False, None, mu)
         rows = rows | crossed

@@ -216,7 +216,7 @@ def _band_block(
     problems: list[tuple[int, int]],
     states: list[tuple[int, _Held]],
 ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Per state: the band's rows, their ±1 targets, and Σ y_i (x_i, 1) over rows held at α = C."""
+    """Per state: the band's rows, their ±1 targets, and ``_held_sum`` over rows held at α = C."""
     y_idx = _encode(y, classes)
     out = []
     for j, held in states:
@@ -227,9 +227,9 @@ def _band_block(
 
 
 def _held_sum(X: np.ndarray, y: np.ndarray, at_c: np.ndarray) -> np.ndarray:
-    """Σ y_i (x_i, 1) over the rows held at α = C."""
+    """(Σ y_i (x_i, 1), their number) over the rows held at α = C: d + 2 entries."""
     y_c = np.where(at_c, y, 0.0)
-    return np.append(X.T @ y_c, y_c.sum())
+    return np.append(X.T @ y_c, [y_c.sum(), np.count_nonzero(at_c)])
 
 
 def _check_block(
@@ -280,6 +280,7 @@ class _Problem:
     y_band: np.ndarray | None = None
     held: _Held | None = None
     lin: np.ndarray | None = None
+    n_held: float = 0.0
     fit_alpha: bool = False
     fit_converged: bool = False
     fit_mu: float = 0.0
@@ -512,7 +513,7 @@ def _finish(
         for j, s in enumerate(states):
             s.X_band = np.concatenate([g[j][0] for g in gathered])
             s.y_band = np.concatenate([g[j][1] for g in gathered])
-            s.lin = np.sum([g[j][2] for g in gathered], axis=0)
+            s.lin, s.n_held = _split_held(np.sum([g[j][2] for g in gathered], axis=0))
             _solve_band(s, fit_intercept, tol, max_iter)
     cap = max(1, HARD_ROWS_PER_PASS // parts.n_partitions)
     pending = list(range(len(states)))
@@ -537,7 +538,7 @@ def _finish(
             s.held.rounds.append((s.w.copy(), s.b, *_lo(s)))
             s.X_band = np.vstack([s.X_band, X_new])
             s.y_band = np.concatenate([s.y_band, np.concatenate([c[i][1] for c in checked])])
-            s.lin = np.sum([c[i][2] for c in checked], axis=0)
+            s.lin, s.n_held = _split_held(np.sum([c[i][2] for c in checked], axis=0))
             _solve_band(s, fit_intercept, tol, max_iter)
             still.append(j)
         pending = still
@@ -561,6 +562,23 @@ def _cap(s: _Problem, cap: int) -> int:
     return cap if math.isinf(s.C) else np.iinfo(np.int64).max
 
 
+def _split_held(total: np.ndarray) -> tuple[np.ndarray, float]:
+    """(Σ y_i (x_i, 1), number of rows) from the summed ``_held_sum`` of every partition."""
+    return total[:-1], float(total[-1])
+
+
+def _restart_mu(s: _Problem) -> float:
+    """Smoothing width a band solve starts at: μ/10 of the gathering width, then of the last solve.
+
+    After a solve that found no exact dual, rows that crossed join from points far off its
+    answer's margin, and Newton at a tiny μ from there does not reach F_μ's minimiser: such a
+    round restarts the continuation at WARM_MU.
+    """
+    if s.fit_mu == 0.0:
+        return 0.1 * s.mu
+    return 0.1 * s.fit_mu if s.fit_alpha else WARM_MU
+
+
 def _solve_band(s: _Problem, fit_intercept: bool, tol: float, max_iter: int) -> None:
     """The reduced problem on the band, exactly, in memory (held rows through ``lin``)."""
     assert s.X_band is not None and s.y_band is not None and s.lin is not None
@@ -579,7 +597,8 @@ def _solve_band(s: _Problem, fit_intercept: bool, tol: float, max_iter: int) -> 
         max(1, max_iter - s.steps),
         s.w,
         s.b,
-        0.1 * s.mu if s.fit_mu == 0.0 else 0.1 * s.fit_mu,
+        _restart_mu(s),
+        s.C * s.n_held,
     )
     s.w, s.b, s.steps = fit.w, fit.b, s.steps + fit.n_iter
     s.fit_alpha, s.fit_converged, s.fit_mu = fit.alpha is not None, fit.converged, fit.mu

@@ -10,7 +10,7 @@ from scipy.optimize import linprog, minimize, minimize_scalar
 from sklearn.datasets import load_breast_cancer, make_classification
 from sklearn.svm import SVC
 
-from bsvm_core.solvers.bayes_ecme import fit_ecme, tau_mode
+from bsvm_core.solvers.bayes_ecme import NU_TOL, ecme_value, fit_ecme, tau_mode
 from bsvm_core.solvers.bayes_em import (
     anderson_step,
     em_update,
@@ -226,6 +226,35 @@ def test_ecme_update_is_not_inverted() -> None:
     # tau = nu^-alpha = (k/alpha + a - 1) / (b + S): more shrinkage when S is small
     assert tau_mode(2.0, 1.0, 4, 1.0, 1.0) == pytest.approx(4.0 / 3.0)
     assert tau_mode(0.1, 2.0, 4, 2.0, 0.5) == pytest.approx(3.0 / 0.6)
+
+
+@pytest.mark.parametrize("alpha", [1.0, 2.0])
+@pytest.mark.parametrize("seed", [2, 5])
+def test_ecme_result_is_the_joint_stationary_point(alpha: float, seed: int) -> None:
+    # β is the exact EM mode at the returned ν, and ν the conditional mode of F given β
+    X, y = make_classification(n_samples=3000, n_features=10, n_informative=5, flip_y=0.05,
+                               random_state=seed)  # fmt: skip
+    Xt, pen = _standardised(X, y)
+    res = fit_ecme(Xt, alpha=alpha, penalised=pen)
+    assert res.converged and res.polished
+    em = fit_em(Xt, alpha=alpha, nu=res.nu, penalised=pen)
+    assert em.polished
+    np.testing.assert_allclose(res.beta, em.beta, rtol=0, atol=1e-9)
+    assert res.objective == pytest.approx(em.objective, rel=1e-12)
+    k, s = int(pen.sum()), float(np.sum(np.abs(res.beta[pen]) ** alpha))
+    assert res.nu**-alpha == pytest.approx(tau_mode(s, alpha, k, 1.0, 1.0), rel=10 * NU_TOL)
+    hinge = float(np.maximum(0.0, 1.0 - Xt @ res.beta).sum())
+
+    def f(log_nu: float) -> float:
+        """F(β, ν) at the returned β, as a function of ν alone."""
+        return ecme_value(hinge, res.beta, np.exp(log_nu), alpha=alpha, a_nu=1.0, b_nu=1.0,
+                          penalised=pen)  # fmt: skip
+
+    log_nu = np.log(res.nu)
+    best = minimize_scalar(f, bounds=(log_nu - 1.0, log_nu + 1.0), method="bounded",
+                           options={"xatol": 1e-10})  # fmt: skip
+    assert best.x == pytest.approx(log_nu, abs=1e-6)
+    assert f(log_nu) <= best.fun + 1e-12 * abs(best.fun)
 
 
 @pytest.mark.slow

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -99,6 +100,24 @@ def test_partitioned_fit_is_the_in_memory_optimum(
     np.testing.assert_array_equal(ours.predict(Xs), ref.predict(Xs))
     again = pickle.loads(pickle.dumps(ours))
     np.testing.assert_array_equal(again.decision_function(Xs), ours.decision_function(Xs))
+
+
+@pytest.mark.usefixtures("partitioned")
+@pytest.mark.parametrize("n", [4000, 8000])
+def test_one_vs_rest_with_most_rows_on_the_margin(n: int) -> None:
+    # class 0 (and at 4000 rows class 2) cannot be split from the rest: the optimum is w = 0,
+    # b = −1 with every "rest" row on the margin, far more than the band limit. Before: at 4000 a
+    # band solve ended without an exact dual and uncertified (converged_ False, a warning); at 8000
+    # the rounds after it restarted Newton at a tiny μ and stalled, 8e-2 above the optimum
+    X, y = make_classification(n_samples=n, n_features=20, n_informative=10, n_classes=4,
+                               random_state=0)  # fmt: skip
+    parts = _layout(X, y, "seven")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ours = LinearSVM().fit_partitions(parts)
+        ref = LinearSVM().fit(X, y)
+    assert ref.objective_[0] == pytest.approx(2 * np.sum(y == 0), rel=1e-12)  # w = 0, b = −1
+    _assert_same_optimum(ours, ref, X, y)
 
 
 def test_small_data_is_gathered_and_solved_in_one_pass() -> None:
