@@ -38,8 +38,7 @@ hyperplane separates raise ``NotSeparableError`` from the in-memory solve).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import linalg
@@ -55,6 +54,18 @@ from .linear_exact import (
     solve_with_fixed_rows,
 )
 from .linear_objective import LinearSolution
+from .linear_partition_passes import (
+    BAND_WIDTHS,
+    T_GRID,
+    T_SUMS,
+    HeldRows,
+    band_block,
+    check_block,
+    encode_labels,
+    newton_block,
+    problem_rows,
+    sample_block,
+)
 
 SAMPLE_ROWS = 20_000
 """Rows the sample pass brings back (all of them when the data set is no larger)."""
@@ -68,12 +79,6 @@ CHECK_ROUNDS = 30
 """Check passes (each may add rows to the band) before giving up."""
 HARD_ROWS_PER_PASS = 10_000
 """Hard margin: most violating rows a check pass brings back (the worst of each partition)."""
-T_GRID = np.array([1.0] + [2.0**-k for k in range(1, 13)] + [0.0])
-"""Step lengths whose F_μ a Newton pass evaluates along the direction (t = 1 first, t = 0 last)."""
-T_SUMS = (1.0, 0.5, 0.25)
-"""Step lengths (the first ones of T_GRID) at which a pass also sums the gradient and Hessian."""
-BAND_WIDTHS = 2.0 ** -np.arange(4)
-"""Band widths δ/μ whose row counts a Newton pass returns."""
 HARD_TOL = 1e-9
 """Hard margin: a row violates the margin of a solution when z = 1 − y f exceeds this."""
 ARMIJO = 1e-4
@@ -85,178 +90,6 @@ SETTLED = 0.05
 """A width's Newton steps stop once a full step moves at most this fraction of its band's rows
 between pieces of h_μ: the exact minimiser of F_μ is not needed, only a band that holds the
 optimum's support vectors (the check passes catch any that it misses)."""
-
-
-# ---------------------------------------------------------------- per-partition functions
-
-
-def _problem_rows(
-    X: np.ndarray, y_idx: np.ndarray, problem: tuple[int, int]
-) -> tuple[np.ndarray, np.ndarray]:
-    """(rows, ±1 targets) of one binary problem in a block (one-vs-one keeps its two classes)."""
-    pos, neg = problem
-    if neg == REST:
-        return X, np.where(y_idx == pos, 1.0, -1.0)
-    mask = (y_idx == pos) | (y_idx == neg)
-    return X[mask], np.where(y_idx[mask] == pos, 1.0, -1.0)
-
-
-def _encode(y: np.ndarray, classes: np.ndarray) -> np.ndarray:
-    """Class indices of a block's labels (every label is one of ``classes``)."""
-    return np.searchsorted(classes, y)
-
-
-def huber_hinge(z: np.ndarray, mu: float) -> np.ndarray:
-    """h_μ(z) = 0 (z ≤ 0), z²/(2μ) (0 < z < μ), z − μ/2 (z ≥ μ); Chapelle (2007) §4."""
-    return np.where(z >= mu, z - 0.5 * mu, np.where(z > 0.0, z * z / (2.0 * mu), 0.0))
-
-
-def newton_sums(
-    X: np.ndarray, y: np.ndarray, z: np.ndarray, mu: float
-) -> tuple[np.ndarray, np.ndarray, int]:
-    """(Σ y_i h'_μ(z_i)(x_i, 1), Σ_quad (x_i, 1)(x_i, 1)', band sizes): F_μ's gradient and Hessian sums.
-
-    The band sizes count the rows with −BAND δ < z < (1 + BAND) δ for δ = μ, μ/2, ..., μ/2^(k−1),
-    k = len(BAND_WIDTHS): the band gathered is the widest that fits in BAND_ROWS.
-    """
-    d = X.shape[1]
-    yf = y * np.clip(z / mu, 0.0, 1.0)
-    g = np.empty(d + 1)
-    g[:d] = X.T @ yf
-    g[d] = yf.sum()
-    Xq = X[(z > 0.0) & (z < mu)]
-    H = np.empty((d + 1, d + 1))
-    H[:d, :d] = Xq.T @ Xq
-    H[:d, d] = H[d, :d] = Xq.sum(axis=0)
-    H[d, d] = Xq.shape[0]
-    widths = mu * BAND_WIDTHS
-    band = ((z[:, None] > -BAND * widths) & (z[:, None] < (1.0 + BAND) * widths)).sum(axis=0)
-    return g, H, band
-
-
-def _pieces(z: np.ndarray, mu: float) -> np.ndarray:
-    """Piece of h_μ each residual lies in: 0 flat, 1 quadratic, 2 linear."""
-    return (z > 0.0).astype(np.int8) + (z >= mu)
-
-
-def _sample_block(
-    X: np.ndarray, y: np.ndarray, p: int, fraction: float, seed: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, bool, np.ndarray, np.ndarray]:
-    """(labels, counts, max |x|, finite, sample X, sample y): the first pass over a block."""
-    labels, counts = np.unique(y, return_counts=True)
-    finite = bool(np.isfinite(X).all())
-    max_abs = max(float(X.max(initial=0.0)), -float(X.min(initial=0.0))) if finite else np.inf
-    take = np.random.default_rng([seed, p]).random(X.shape[0]) < fraction
-    return labels, counts, max_abs, finite, X[take], y[take]
-
-
-def _newton_block(
-    X: np.ndarray,
-    y: np.ndarray,
-    p: int,
-    classes: np.ndarray,
-    problems: list[tuple[int, int]],
-    states: list[tuple[int, np.ndarray, float, np.ndarray, float, float]],
-) -> list[tuple[Any, ...]]:
-    """Per state (problem, w, b, dw, db, μ): Σ h_μ along T_GRID, rows changing piece between t = 0
-    and 1, ``newton_sums`` at each t of T_SUMS, and at t = 1 for μ/10."""
-    y_idx = _encode(y, classes)
-    out = []
-    for j, w, b, dw, db, mu in states:
-        Xj, yj = _problem_rows(X, y_idx, problems[j])
-        z0 = 1.0 - yj * (Xj @ w + b)
-        dm = yj * (Xj @ dw + db)
-        h = huber_hinge(z0[:, None] - dm[:, None] * T_GRID[None, :], mu).sum(axis=0)
-        z1 = z0 - dm
-        changed = int(np.count_nonzero(_pieces(z0, mu) != _pieces(z1, mu)))
-        sums = [newton_sums(Xj, yj, z0 - t * dm, mu) for t in T_SUMS]
-        out.append((h, changed, sums, newton_sums(Xj, yj, z1, 0.1 * mu)))
-    return out
-
-
-@dataclass
-class _Held:
-    """Which rows of a problem sit in its band and which are held at α = C, rebuilt on a block.
-
-    The band is −BAND δ < z < (1 + BAND) δ at the gathered (w, b) and width δ (for the hard margin it
-    starts empty: the sample's rows are the driver's), then each check round's crossings
-    (w_r, b_r, lo_r, hi_r) join it.
-    """
-
-    w: np.ndarray
-    b: float
-    mu: float
-    hard: bool = False
-    rounds: list[tuple[np.ndarray, float, float, float]] = field(default_factory=list)
-
-    def masks(self, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(in band, held at α = C) for the rows X, y of one block."""
-        z = 1.0 - y * (X @ self.w + self.b)
-        if self.hard:
-            band, at_c = np.zeros(z.shape, dtype=bool), np.zeros(z.shape, dtype=bool)
-        else:
-            band = (z > -BAND * self.mu) & (z < (1.0 + BAND) * self.mu)
-            at_c = z >= (1.0 + BAND) * self.mu
-        for w, b, lo, hi in self.rounds:
-            band |= crossed(1.0 - y * (X @ w + b), band, at_c, lo, hi)
-            at_c &= ~band
-        return band, at_c
-
-
-def crossed(z: np.ndarray, band: np.ndarray, at_c: np.ndarray, lo: float, hi: float) -> np.ndarray:
-    """Held rows that break their KKT condition: α = C needs z ≥ lo, α = 0 needs z ≤ hi."""
-    return ~band & np.where(at_c, z < lo, z > hi)
-
-
-def _band_block(
-    X: np.ndarray,
-    y: np.ndarray,
-    p: int,
-    classes: np.ndarray,
-    problems: list[tuple[int, int]],
-    states: list[tuple[int, _Held]],
-) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Per state: the band's rows, their ±1 targets, and ``_held_sum`` over rows held at α = C."""
-    y_idx = _encode(y, classes)
-    out = []
-    for j, held in states:
-        Xj, yj = _problem_rows(X, y_idx, problems[j])
-        band, at_c = held.masks(Xj, yj)
-        out.append((Xj[band], yj[band], _held_sum(Xj, yj, at_c)))
-    return out
-
-
-def _held_sum(X: np.ndarray, y: np.ndarray, at_c: np.ndarray) -> np.ndarray:
-    """(Σ y_i (x_i, 1), their number) over the rows held at α = C: d + 2 entries."""
-    y_c = np.where(at_c, y, 0.0)
-    return np.append(X.T @ y_c, [y_c.sum(), np.count_nonzero(at_c)])
-
-
-def _check_block(
-    X: np.ndarray,
-    y: np.ndarray,
-    p: int,
-    classes: np.ndarray,
-    problems: list[tuple[int, int]],
-    states: list[tuple[int, _Held, np.ndarray, float, tuple[float, float], int]],
-) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, float]]:
-    """Per state (problem, held, w, b, (lo, hi), cap): crossed rows and targets, held sum, Σ (z)₊."""
-    y_idx = _encode(y, classes)
-    out = []
-    for j, held, w, b, (lo, hi), cap in states:
-        Xj, yj = _problem_rows(X, y_idx, problems[j])
-        band, at_c = held.masks(Xj, yj)
-        z = 1.0 - yj * (Xj @ w + b)
-        cross = np.flatnonzero(crossed(z, band, at_c, lo, hi))
-        if cross.size > cap:  # the worst violators only (hard margin)
-            cross = cross[np.argpartition(-z[cross], cap - 1)[:cap]]
-        keep = at_c.copy()
-        keep[cross] = False
-        out.append((Xj[cross], yj[cross], _held_sum(Xj, yj, keep), float(np.maximum(z, 0.0).sum())))
-    return out
-
-
-# ---------------------------------------------------------------- the driver
 
 
 @dataclass
@@ -278,7 +111,7 @@ class _Problem:
     solution: LinearSolution | None = None
     X_band: np.ndarray | None = None
     y_band: np.ndarray | None = None
-    held: _Held | None = None
+    held: HeldRows | None = None
     lin: np.ndarray | None = None
     n_held: float = 0.0
     fit_alpha: bool = False
@@ -312,7 +145,7 @@ def fit_linear_partitioned(
     the first pass raises ValueError for non-finite X or fewer than two classes.
     """
     fraction = min(1.0, SAMPLE_ROWS / max(parts.n_rows, 1))
-    blocks = parts.map_gather(_sample_block, fraction, seed)
+    blocks = parts.map_gather(sample_block, fraction, seed)
     if not all(finite for _, _, _, finite, _, _ in blocks):
         raise ValueError("Input X contains NaN or infinity.")
     labels = np.concatenate([lab for lab, *_ in blocks])
@@ -326,12 +159,12 @@ def fit_linear_partitioned(
         np.add.at(counts, np.searchsorted(classes, lab), cnt)
     max_abs = max(m for _, _, m, _, _, _ in blocks)
     Xs = np.concatenate([b[4] for b in blocks])
-    ys_idx = _encode(np.concatenate([b[5] for b in blocks]), classes)
+    ys_idx = encode_labels(np.concatenate([b[5] for b in blocks]), classes)
     problems = binary_problems(classes.size, scheme)
     result = dict(classes=classes, n_features=parts.n_features, max_abs=max_abs)
     if fraction >= 1.0:  # every row came back: the in-memory solver, nothing more to pass
         sols = [
-            fit_linear_exact(*_problem_rows(Xs, ys_idx, pr), C, fit_intercept, tol, max_iter)
+            fit_linear_exact(*problem_rows(Xs, ys_idx, pr), C, fit_intercept, tol, max_iter)
             for pr in problems
         ]
         return PartitionedFit(sols, 1, **result)
@@ -364,7 +197,7 @@ def _start(
 
     Hard margin (C = inf): the exact hard-margin solution on the sample, and no Newton phase.
     """
-    X, y = _problem_rows(Xs, ys_idx, problem)
+    X, y = problem_rows(Xs, ys_idx, problem)
     d = Xs.shape[1]
     state = _Problem(n, C, np.zeros(d), 0.0, MU_START, np.zeros(d))
     if math.isinf(C):
@@ -402,7 +235,7 @@ def _newton_passes(
         sent = [
             (j, states[j].w, states[j].b, states[j].dw, states[j].db, states[j].mu) for j in active
         ]
-        results = parts.map_sum(_newton_block, classes, problems, sent)
+        results = parts.map_sum(newton_block, classes, problems, sent)
         passes += 1
         for j, res in zip(active, results, strict=True):
             _newton_update(states[j], *res, fit_intercept=fit_intercept, max_iter=max_iter)
@@ -503,11 +336,11 @@ def _finish(
     """Band pass, exact reduced solves in memory, check passes until no held row crosses."""
     hard = math.isinf(states[0].C)
     for s in states:
-        s.held = _Held(s.w.copy(), s.b, s.width, hard=hard)
+        s.held = HeldRows(s.w.copy(), s.b, s.width, hard=hard)
     passes = 0
     if not hard:  # the hard margin's band is the sample, already here and solved
         gathered = parts.map_gather(
-            _band_block, classes, problems, [(j, s.held) for j, s in enumerate(states)]
+            band_block, classes, problems, [(j, s.held) for j, s in enumerate(states)]
         )
         passes = 1
         for j, s in enumerate(states):
@@ -522,7 +355,7 @@ def _finish(
             (j, states[j].held, states[j].w, states[j].b, _lo(states[j]), _cap(states[j], cap))
             for j in pending
         ]
-        checked = parts.map_gather(_check_block, classes, problems, sent)
+        checked = parts.map_gather(check_block, classes, problems, sent)
         passes += 1
         still = []
         for i, j in enumerate(pending):
@@ -563,7 +396,7 @@ def _cap(s: _Problem, cap: int) -> int:
 
 
 def _split_held(total: np.ndarray) -> tuple[np.ndarray, float]:
-    """(Σ y_i (x_i, 1), number of rows) from the summed ``_held_sum`` of every partition."""
+    """(Σ y_i (x_i, 1), number of rows) from the summed ``held_sum`` of every partition."""
     return total[:-1], float(total[-1])
 
 
