@@ -177,7 +177,7 @@ def test_the_server_and_its_worker_never_hold_the_data_set(
           f"{data_mb:.0f} MB; worker peak {worker_peak} MB (small job: {worker_base} MB)")  # fmt: skip
     assert growth <= RSS_GROWTH_MB
     assert record["data"]["rows"] == N_ROWS and record["training"]["partitions"] == 28
-    assert worker_peak - worker_base < data_mb / 4
+    assert worker_peak - worker_base < data_mb / 2  # holding the rows would add all of data_mb
     np.testing.assert_allclose(
         answer.json()["decision_function"], decisions(in_memory, rows), rtol=1e-6, atol=1e-8
     )
