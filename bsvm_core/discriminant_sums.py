@@ -40,10 +40,14 @@ class ClassMoments:
 
 
 def scatter_factor(Xc: np.ndarray) -> np.ndarray:
-    """R with R'R = Xc'Xc (QR of the centred rows; none for a single row, whose scatter is 0)."""
+    """R with R'R = Xc'Xc (QR of the centred rows; none for a single row, whose scatter is 0).
+
+    A copy of R's first rows: SciPy's ``mode="r"`` gives an (n, d) array, and a view of it would
+    keep all n rows alive as long as the summary (a streamed fit would then hold the data set).
+    """
     if Xc.shape[0] <= 1:
         return np.zeros((0, Xc.shape[1]))
-    return linalg.qr(Xc, mode="r", check_finite=False)[0][: min(Xc.shape)]
+    return linalg.qr(Xc, mode="r", check_finite=False)[0][: min(Xc.shape)].copy()
 
 
 def merge_summaries(a: Summary, b: Summary) -> Summary:
@@ -55,7 +59,7 @@ def merge_summaries(a: Summary, b: Summary) -> Summary:
     mean = mean_a + (n_b / n) * delta
     stacked = np.vstack([R_a, R_b, np.sqrt(n_a * n_b / n) * delta[None, :]])
     if stacked.shape[0] > stacked.shape[1]:
-        stacked = linalg.qr(stacked, mode="r", check_finite=False)[0][: stacked.shape[1]]
+        stacked = linalg.qr(stacked, mode="r", check_finite=False)[0][: stacked.shape[1]].copy()
     return n, mean, stacked
 
 

@@ -2,8 +2,21 @@
 
 ``StreamedPartitions`` reads the partitions in this process, one at a time, on every pass: the
 process holds one partition (a Parquet row group or a CSV file), never the data set.
-``open_partitions`` gives it, or, with a ``distributed.Client``, ``DaskPartitions`` whose
-partitions are read by the cluster's workers and stay there.
+``open_partitions`` gives it, or, with a ``distributed.Client``, ``DaskPartitions`` read by the
+cluster's workers, which either keep them between passes or read them again on every pass:
+
+* **kept** when the data set (rows × (features + 1) × 8 bytes, from the metadata's row counts) is
+  at most ``KEEP_SHARE`` of the cluster's memory (the sum of its workers' ``memory_limit``; a
+  worker without a limit counts as room enough). Dask starts spilling a worker's data to disk at
+  60 % of its limit (``distributed.worker.memory.target``); half leaves room for the passes' own
+  arrays and for the workers' unequal shares, so kept partitions stay in memory.
+* **streamed per pass** otherwise (and when a row count is unknown): each pass's task reads its
+  partition, applies the pass and drops it, so a worker holds the partitions it is working on
+  (one per thread), never the data set, whatever its size; the price is a read of the data set
+  per pass instead of one. Dask's pause and terminate thresholds stay as configured.
+
+Every pass reports its partitions as they finish (``on_partition``), which the job's progress
+shows (``service.training.reference_progress``).
 
 ``ScaledPartitions`` standardises every block where it is (on the worker that holds it) before
 the fit's function sees it: the mean and scale come from two passes of sums (``fit_scaler``), and
@@ -23,6 +36,10 @@ from service.data.loading import PartLoader
 
 Progress = Callable[[int, int], None]
 """Called with (partitions read in this pass, partitions in all)."""
+
+KEEP_SHARE = 0.5
+"""Dask partitions are kept on the workers when the data set is at most this share of the
+cluster's memory, and streamed per pass otherwise (see the module notes)."""
 
 
 class StreamedPartitions:
@@ -140,12 +157,45 @@ def feature_stats(parts: RowPartitions) -> dict[str, list[float]]:
     }
 
 
+def data_bytes(loaders: Sequence[PartLoader]) -> int | None:
+    """The data set's size as float64 blocks (features and label); None when a count is unknown."""
+    if any(loader.rows is None for loader in loaders):
+        return None
+    return sum(int(loader.rows or 0) * (len(loader.features) + 1) * 8 for loader in loaders)
+
+
+def cluster_memory(client: Any) -> int | None:
+    """The sum of the cluster's workers' ``memory_limit``; None when one has none (or none is
+    known yet)."""
+    workers = client.scheduler_info().get("workers", {})
+    limits = [int(w.get("memory_limit") or 0) for w in workers.values()]
+    if not limits or 0 in limits:
+        return None
+    return sum(limits)
+
+
+def keeps(client: Any, loaders: Sequence[PartLoader]) -> bool:
+    """Whether Dask partitions are kept on the workers (else streamed per pass)."""
+    memory = cluster_memory(client)
+    if memory is None:
+        return True
+    size = data_bytes(loaders)
+    return size is not None and size <= KEEP_SHARE * memory
+
+
 def open_partitions(
     loaders: Sequence[PartLoader], client: Any = None, on_partition: Progress | None = None
 ) -> Any:
-    """``DaskPartitions`` read on the cluster of ``client``, else ``StreamedPartitions``."""
+    """``DaskPartitions`` on the cluster of ``client`` (kept or streamed per pass: ``keeps``),
+    else ``StreamedPartitions``; ``on_partition`` hears of every partition of every pass."""
     if client is not None:
         from bsvm_core.dask_partitions import DaskPartitions
 
-        return DaskPartitions.from_loaders(client, loaders)
+        if keeps(client, loaders):
+            return DaskPartitions.from_loaders(client, loaders, on_partition=on_partition)
+        known = data_bytes(loaders) is not None
+        shapes = [(int(p.rows or 0), len(p.features)) for p in loaders] if known else None
+        return DaskPartitions.from_loaders(
+            client, loaders, keep=False, shapes=shapes, on_partition=on_partition
+        )
     return StreamedPartitions(loaders, on_partition)

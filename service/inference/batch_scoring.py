@@ -197,18 +197,23 @@ def _tasks(
     ]
 
 
+def scoring_detail(done: int, total: int) -> dict[str, Any]:
+    """The job's ``ProgressDetail``: input files scored and written, of all."""
+    return {"stage": "scoring", "partitions_done": done, "partitions": total}
+
+
 def _locally(
     estimator: Any,
     tasks: list[PartitionTask],
     cancelled: threading.Event,
-    on_progress: Callable[[float], None],
+    on_progress: Callable[..., None],
 ) -> int:
     from service.inference.partitions import score_partition
 
     rows = 0
     for i, task in enumerate(tasks):
         rows += score_partition(estimator, task, cancelled.is_set)
-        on_progress((i + 1) / len(tasks))
+        on_progress((i + 1) / len(tasks), scoring_detail(i + 1, len(tasks)))
     return rows
 
 
@@ -217,7 +222,7 @@ def _on_dask(
     estimator: Any,
     tasks: list[PartitionTask],
     cancelled: threading.Event,
-    on_progress: Callable[[float], None],
+    on_progress: Callable[..., None],
 ) -> int:
     """One Dask task per partition; the model scattered once; cancel through a dask Event."""
     from distributed import Client, Event
@@ -235,7 +240,7 @@ def _on_dask(
         try:
             while True:
                 done = [f for f in futures if f.done()]
-                on_progress(len(done) / len(futures))
+                on_progress(len(done) / len(futures), scoring_detail(len(done), len(futures)))
                 failed = [f for f in done if f.status == "error"]
                 if failed:
                     raise failed[0].exception()
@@ -283,7 +288,7 @@ def run_batch(
     store: ModelStore,
     settings: Settings,
     cancelled: threading.Event,
-    on_progress: Callable[[float], None],
+    on_progress: Callable[..., None],
 ) -> dict[str, Any]:
     """Score every partition and commit the output write-once; the job's result (``BatchResult``)."""
     estimator = store.load(plan.model_id)
@@ -315,11 +320,11 @@ def run_batch(
 
 def batch_runner(
     store: ModelStore, settings: Settings
-) -> Callable[[str, bytes, threading.Event, Callable[[float], None]], dict[str, Any]]:
+) -> Callable[[str, bytes, threading.Event, Callable[..., None]], dict[str, Any]]:
     """The job queue's runner of ``batch_predict`` jobs."""
 
     def run(
-        job_id: str, data: bytes, cancelled: threading.Event, on_progress: Callable[[float], None]
+        job_id: str, data: bytes, cancelled: threading.Event, on_progress: Callable[..., None]
     ) -> dict[str, Any]:
         return run_batch(
             BatchPlan.from_bytes(data), job_id, store, settings, cancelled, on_progress

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from service.data.batches import BATCH_ROWS, BatchFileWriter, read_batches
 from service.data.sources import open_filesystem
-from service.errors import ApiError, InvalidInput, TrainingCancelled, detail
+from service.errors import ApiError, InvalidInput, TrainingCancelled, TrainingFailed, detail
 from service.inference.predict import score_arrays
 from service.schemas.outputs import INTERVAL_COLUMNS, POINT_OUTPUTS, column_names
 
@@ -102,6 +102,17 @@ def _cancel_check(stop: Callable[[], bool] | None) -> None:
         raise TrainingCancelled("the batch scoring was cancelled")
 
 
+def _open_source(fs: Any, path: str, where: str) -> Any:
+    """The input file open for reading; a deleted or unreadable one fails the job naming it."""
+    try:
+        return fs.open(path, "rb")
+    except FileNotFoundError:
+        problem = f"data object {where} no longer exists"
+    except OSError as exc:
+        problem = f"cannot read data object {where}: {exc}"[:500]
+    raise TrainingFailed(problem, [detail("input.uri", problem)])
+
+
 def score_partition(
     estimator: Any, task: PartitionTask, stop: Callable[[], bool] | None = None
 ) -> int:
@@ -115,7 +126,7 @@ def score_partition(
     outputs = set(task.outputs)
     fs.makedirs(posixpath.dirname(task.target), exist_ok=True)
     rows = 0
-    with fs.open(task.source, "rb") as src, fs.open(task.target, "wb") as dst:
+    with _open_source(fs, task.source, where) as src, fs.open(task.target, "wb") as dst:
         writer = BatchFileWriter(dst, task.target_format)
         schema_of_keep: pa.Schema | None = None
         for batch in read_batches(src, task.source_format, columns, task.features, task.batch_rows):

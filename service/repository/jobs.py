@@ -46,6 +46,7 @@ def view_of(row: Any) -> dict[str, Any]:
         "kind": row.kind,
         "status": row.status,
         "progress": round(float(row.progress), 4),
+        "progress_detail": json.loads(row.progress_detail) if row.progress_detail else None,
         "model_type": row.model_type,
         "name": row.name,
         "model_id": row.model_id,
@@ -188,15 +189,26 @@ class JobStore:
                     return job_id, data, str(kind or "train")
             # another process took it first: look for the next one
 
-    def renew(self, owner: str, progress: dict[str, float], lease_expires: float) -> None:
-        """Extend ``owner``'s lease on each running job of ``progress`` and write its progress."""
+    def renew(
+        self,
+        owner: str,
+        progress: dict[str, float],
+        lease_expires: float,
+        details: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
+        """Extend ``owner``'s lease on each running job of ``progress`` and write its progress
+        (and its ``details`` entry, when it has one)."""
+        details = details or {}
         with self.db.write() as conn:
             for job_id, fraction in progress.items():
+                values: dict[str, Any] = {"lease_expires": lease_expires, "progress": fraction}
+                if job_id in details:
+                    values["progress_detail"] = json.dumps(details[job_id])
                 conn.execute(
                     update(jobs)
                     .where(and_(jobs.c.job_id == job_id, jobs.c.owner == owner))
                     .where(jobs.c.status == "running")
-                    .values(lease_expires=lease_expires, progress=fraction)
+                    .values(**values)
                 )
 
     def request_cancel(self, job_id: str) -> None:
@@ -217,9 +229,11 @@ class JobStore:
         error: ApiError | None = None,
         model_id: str | None = None,
         result: dict[str, Any] | None = None,
+        detail: dict[str, Any] | None = None,
     ) -> bool:
         """Move ``job_id`` from ``expected`` to a final ``status`` (with its error, or the model
-        it stored or the ``result`` it gave: progress 1); False when it was not there."""
+        it stored or the ``result`` it gave: progress 1; and its last progress ``detail``);
+        False when it was not there."""
         values: dict[str, Any] = {
             "status": status,
             "finished_at": now_iso(),
@@ -232,6 +246,8 @@ class JobStore:
             values.update(result=json.dumps(result), progress=1.0)
         if error is not None:
             values["error"] = _error_json(error)
+        if detail is not None:
+            values["progress_detail"] = json.dumps(detail)
         with self.db.write() as conn:
             done = conn.execute(
                 update(jobs)
@@ -248,9 +264,18 @@ class JobStore:
         conn.execute(delete(job_payloads).where(job_payloads.c.job_id == job_id))
         conn.execute(delete(job_results).where(job_results.c.job_id == job_id))
 
-    def finish_saved(self, conn: Connection, job_id: str, owner: str, model_id: str) -> None:
+    def finish_saved(
+        self,
+        conn: Connection,
+        job_id: str,
+        owner: str,
+        model_id: str,
+        detail: dict[str, Any] | None = None,
+    ) -> None:
         """In the transaction that adds the model row: ``owner``'s running job ends ``succeeded``
-        with ``model_id``; JobLost (rolling the row back) when it is not ``owner``'s any more."""
+        with ``model_id`` (and its last progress ``detail``); JobLost (rolling the row back) when
+        it is not ``owner``'s any more."""
+        extra = {} if detail is None else {"progress_detail": json.dumps(detail)}
         done = conn.execute(
             update(jobs)
             .where(and_(jobs.c.job_id == job_id, jobs.c.status == "running"))
@@ -262,6 +287,7 @@ class JobStore:
                 lease_expires=None,
                 model_id=model_id,
                 progress=1.0,
+                **extra,
             )
         ).rowcount
         if not done:
@@ -324,7 +350,13 @@ class JobStore:
             requeued = conn.execute(
                 update(jobs)
                 .where(and_(expired, jobs.c.attempts < max_attempts))
-                .values(status="queued", owner=None, lease_expires=None, progress=0.0)
+                .values(
+                    status="queued",
+                    owner=None,
+                    lease_expires=None,
+                    progress=0.0,
+                    progress_detail=None,
+                )
             ).rowcount
             abandoned = conn.execute(
                 select(jobs.c.job_id).where(and_(expired, jobs.c.attempts >= max_attempts))
@@ -351,6 +383,7 @@ class JobStore:
                     owner=None,
                     lease_expires=None,
                     progress=0.0,
+                    progress_detail=None,
                     attempts=jobs.c.attempts - 1,
                 )
             )

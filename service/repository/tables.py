@@ -91,6 +91,7 @@ jobs = Table(
     Column("error", Text, nullable=True, doc="JSON {code, message, details} when it failed."),
     Column("kind", String(16), nullable=False, server_default="train", doc="train, batch_predict."),
     Column("result", Text, nullable=True, doc="JSON of a job that stores no model, when done."),
+    Column("progress_detail", Text, nullable=True, doc="JSON: passes, partitions, iterations."),
     Index("ix_jobs_status_created", "status", "created_at"),
     Index("ix_jobs_name", "name"),
 )

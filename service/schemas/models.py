@@ -27,6 +27,11 @@ class TrainingInfo(BaseModel):
     passes: int | None = Field(
         None, description="By reference, fitted by partitions: passes over the partitions."
     )
+    peak_rss_mb: float | None = Field(
+        None,
+        description="By reference, fitted by partitions: the fit process's peak resident memory "
+        "(MiB). It holds a partition or a few, never the data set.",
+    )
 
 
 class DataSourceInfo(BaseModel):

@@ -34,6 +34,8 @@ from service.training.worker import (
     Outcome,
     TrainTask,
     WorkerMessage,
+    progress_payload,
+    relay_progress,
     run_in_process,
     warm_up,
     worker_context,
@@ -59,9 +61,10 @@ class Executor(Protocol):
         *,
         timeout_s: float,
         cancelled: threading.Event,
-        on_progress: Callable[[float], None],
+        on_progress: Callable[..., None],
     ) -> Outcome:
-        """Fit ``task`` and report fractions 0..1 to ``on_progress`` while it runs."""
+        """Fit ``task`` and report fractions 0..1 to ``on_progress`` while it runs (with a
+        ``ProgressDetail`` dict as second argument when the fit gives one)."""
         ...
 
     def close(self) -> None:
@@ -78,7 +81,7 @@ class LocalExecutor:
         *,
         timeout_s: float,
         cancelled: threading.Event,
-        on_progress: Callable[[float], None] = lambda f: None,
+        on_progress: Callable[..., None] = lambda f, d=None: None,
     ) -> Outcome:
         """``run_in_process`` with the task's estimator as built (``n_jobs=1``)."""
         return run_in_process(
@@ -126,7 +129,7 @@ class DaskExecutor:
         *,
         timeout_s: float,
         cancelled: threading.Event,
-        on_progress: Callable[[float], None] = lambda f: None,
+        on_progress: Callable[..., None] = lambda f, d=None: None,
     ) -> Outcome:
         """Submit the fit, relay its progress, and stop it on timeout or cancel."""
         deadline = time.monotonic() + timeout_s
@@ -171,12 +174,12 @@ class DaskExecutor:
         deadline: float,
         timeout_s: float,
         cancelled: threading.Event,
-        on_progress: Callable[[float], None],
+        on_progress: Callable[..., None],
     ) -> Outcome:
         """Relay progress until the task ends; on cancel or timeout set ``stop`` and cancel it."""
         while True:
             for value in progress.get(batch=True):
-                on_progress(float(value))
+                relay_progress(on_progress, value)
             if future.done():
                 break
             if cancelled.is_set() or time.monotonic() >= deadline:
@@ -189,7 +192,7 @@ class DaskExecutor:
                 )
             time.sleep(self.poll_s)
         for value in progress.get(batch=True):
-            on_progress(float(value))
+            relay_progress(on_progress, value)
         if future.status == "finished":
             return future.result()
         if future.status == "cancelled":
@@ -229,15 +232,15 @@ def prepare_dask_worker() -> None:
 class _Relay:
     """Pass progress to ``send``: the stage values always, others at most every interval."""
 
-    def __init__(self, send: Callable[[float], Any], interval_s: float = RELAY_INTERVAL_S) -> None:
+    def __init__(self, send: Callable[[Any], Any], interval_s: float = RELAY_INTERVAL_S) -> None:
         self._send, self._interval_s, self._last = send, interval_s, float("-inf")
 
-    def __call__(self, fraction: float) -> None:
+    def __call__(self, fraction: float, detail: dict[str, Any] | None = None) -> None:
         now = time.monotonic()
         if fraction in STAGES or now - self._last >= self._interval_s:
             self._last = now
             try:
-                self._send(fraction)
+                self._send(progress_payload(fraction, detail))
             except Exception:  # the service stopped listening; the fit goes on or gets killed
                 logger.debug("progress relay failed", exc_info=True)
 

@@ -87,9 +87,10 @@ SAVE_BACKOFF_S = (0.5, 30.0)
 UNAVAILABLE = {DATABASE: "DATABASE_UNAVAILABLE", STORE: "STORE_UNAVAILABLE"}
 TRAIN = "train"
 
-JobRunner = Callable[[str, bytes, threading.Event, Callable[[float], None]], dict[str, Any]]
+JobRunner = Callable[[str, bytes, threading.Event, Callable[..., None]], dict[str, Any]]
 """Runs a job of a kind other than ``train``: ``(job_id, task bytes, cancelled, on_progress)``
-→ the job's result (JSON-able); raises an ``ApiError`` (``TrainingCancelled`` once cancelled)."""
+→ the job's result (JSON-able); raises an ``ApiError`` (``TrainingCancelled`` once cancelled).
+``on_progress(fraction, detail=None)``; ``detail`` is a ``ProgressDetail`` as a dict."""
 
 
 ERRORS: dict[str, type[ApiError]] = {
@@ -137,6 +138,8 @@ class _Running:
     job_id: str
     cancel: threading.Event
     progress: float = 0.1
+    detail: dict[str, Any] | None = None
+    """The latest ``ProgressDetail`` (passes, partitions, iterations), when the work gives one."""
     lost: bool = False
     saving: bool = False
     """The fit is over and its model is being stored: the job no longer takes a fitting slot."""
@@ -367,7 +370,9 @@ class JobQueue:
         job_id = running.job_id
         try:
             try:
-                result = runner(job_id, data, running.cancel, lambda f: self._progress(running, f))
+                result = runner(
+                    job_id, data, running.cancel, lambda f, d=None: self._progress(running, f, d)
+                )
             except TrainingCancelled as exc:
                 if not running.lost:
                     self._end(running, "cancelled", exc)
@@ -386,7 +391,9 @@ class JobQueue:
             if running.lost:
                 logger.warning("job %s was taken over by another process; result dropped", job_id)
                 return
-            self.job_store.finish_if(job_id, "running", "succeeded", result=result)
+            self.job_store.finish_if(
+                job_id, "running", "succeeded", result=result, detail=running.detail
+            )
         except Exception:
             logger.exception("job %s could not be concluded", job_id)
         finally:
@@ -405,7 +412,12 @@ class JobQueue:
         if now - self._last_renewal >= self._renew_every:
             self._last_renewal = now
             lease = now + self.settings.job_lease_s
-            self.job_store.renew(self.owner, {r.job_id: r.progress for r in mine}, lease)
+            self.job_store.renew(
+                self.owner,
+                {r.job_id: r.progress for r in mine},
+                lease,
+                {r.job_id: r.detail for r in mine if r.detail is not None},
+            )
         # cancel flags are read every tick: a cancel acts at once
         state = self.job_store.states([r.job_id for r in mine])
         for running in mine:
@@ -449,8 +461,12 @@ class JobQueue:
             self.job_store.purge(now - self.settings.job_ttl_s)
 
     # -- one job -------------------------------------------------------------------------------
-    def _progress(self, running: _Running, fraction: float) -> None:
+    def _progress(
+        self, running: _Running, fraction: float, detail: dict[str, Any] | None = None
+    ) -> None:
         running.progress = max(running.progress, min(float(fraction), 0.99))
+        if detail is not None:
+            running.detail = detail
 
     def _run(self, running: _Running, task: TrainTask, kept: PendingSave | None = None) -> None:
         started = time.monotonic()
@@ -464,7 +480,7 @@ class JobQueue:
                     task,
                     timeout_s=self.settings.train_timeout_s,
                     cancelled=running.cancel,
-                    on_progress=lambda f: self._progress(running, f),
+                    on_progress=lambda f, d=None: self._progress(running, f, d),
                 )
             except Exception:
                 logger.exception("training job %s could not run its worker", job_id)
@@ -476,7 +492,7 @@ class JobQueue:
             if outcome.status == "succeeded" and (kept or outcome.result) is not None:
                 outcome.status = self._save(running, task, outcome, kept)
             else:
-                self._conclude(job_id, task, outcome)
+                self._conclude(job_id, task, outcome, running.detail)
         except Exception:
             logger.exception("job %s could not be concluded", job_id)
         finally:
@@ -528,7 +544,7 @@ class JobQueue:
                     pending,
                     replace_schema=bool(task.meta.get("replace_schema")),
                     then=lambda conn, record: self.job_store.finish_saved(
-                        conn, job_id, self.owner, record["model_id"]
+                        conn, job_id, self.owner, record["model_id"], running.detail
                     ),
                 )
             except JobLost:  # taken over or cancelled meanwhile; the row was rolled back
@@ -633,7 +649,9 @@ class JobQueue:
         pause = SAVE_BACKOFF_S[0]
         while not running.lost and not self._stop.is_set():
             try:
-                self.job_store.finish_if(running.job_id, "running", status, error)
+                self.job_store.finish_if(
+                    running.job_id, "running", status, error, detail=running.detail
+                )
                 return
             except Exception as exc:
                 if backend_down(exc) is None:
@@ -642,12 +660,18 @@ class JobQueue:
             self._stop.wait(pause)
             pause = min(pause * 2, SAVE_BACKOFF_S[1])
 
-    def _conclude(self, job_id: str, task: TrainTask, outcome: Outcome) -> None:
-        """End a job whose fit did not produce a model."""
+    def _conclude(
+        self,
+        job_id: str,
+        task: TrainTask,
+        outcome: Outcome,
+        last: dict[str, Any] | None = None,
+    ) -> None:
+        """End a job whose fit did not produce a model (keeping its ``last`` progress detail)."""
         error: ApiError
         if outcome.status == "cancelled":
             error = TrainingCancelled("the training was cancelled")
-            self.job_store.finish_if(job_id, "running", "cancelled", error)
+            self.job_store.finish_if(job_id, "running", "cancelled", error, detail=last)
             return
         if outcome.status == "timeout":
             error = TrainingTimeout(
@@ -668,7 +692,7 @@ class JobQueue:
         else:
             logger.error("training job %s failed: %s", job_id, outcome.message)
             error = TrainingFailed("the training failed; the server log has the details")
-        self.job_store.finish_if(job_id, "running", "failed", error)
+        self.job_store.finish_if(job_id, "running", "failed", error, detail=last)
 
     def shutdown(self, wait_s: float = 15.0) -> None:
         """Stop claiming, stop this process's fits and put their jobs back in the queue."""

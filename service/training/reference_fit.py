@@ -6,7 +6,10 @@ the fit runs there (``DaskPartitions``, through the fit process's client); every
 the model and its sums. ``standard`` preprocessing is a ``StandardScaler`` fitted by two passes of
 sums, applied to each block where it lives, and stored in front of the model as in memory.
 Metrics are counted per partition (a confusion matrix; ROC AUC needs every score, so it is null).
-A held-out evaluation keeps whole partitions aside, chosen by the split's seed.
+A held-out evaluation keeps whole partitions aside, chosen by the split's seed. The job's progress
+counts passes, partitions and iterations (``reference_progress``), and the record's
+``training.peak_rss_mb`` is the fit process's peak resident memory: it holds a partition or a
+few, never the data set.
 
 Any other estimator gets every row in this process (checked against ``BSVM_MAX_ROWS`` before the
 job) and is fitted exactly as posted rows are.
@@ -26,10 +29,10 @@ from sklearn.pipeline import Pipeline
 from service.data.loading import PartLoader, iter_blocks
 from service.data.partitions import ScaledPartitions, feature_stats, fit_scaler, open_partitions
 from service.training.metrics import heldout_split
+from service.training.reference_progress import ReferenceProgress
 from service.training.tasks import TrainTask
 from service.training.worker import (
     FitResult,
-    _attach_progress,
     _converged,
     _scalar_or_list,
     fit_and_evaluate,
@@ -100,6 +103,18 @@ def confusion_metrics(counts: np.ndarray) -> dict[str, Any]:
     }
 
 
+def peak_rss_mb() -> float | None:
+    """This process's peak resident memory in MiB (``VmHWM``; None where /proc has none)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return None
+
+
 def _collected(task: TrainTask, parts: list[PartLoader]) -> TrainTask:
     """The task with every row read into X, y (and the stratified held-out split)."""
     blocks = list(iter_blocks(parts))
@@ -124,26 +139,27 @@ def fit_by_reference(task: TrainTask, report: Any, *, n_jobs: int = 1) -> FitRes
         return result
     train, test = split_partitions(loaders, task.data["evaluation"])
     client = dask_client(n_jobs)
-
-    def first_pass(done: int, total: int) -> None:
-        report(0.1 + 0.05 * done / total)
-
-    parts = open_partitions(train, client, on_partition=first_pass)
-    if hasattr(parts, "on_partition"):
-        parts.on_partition = None
+    progress = ReferenceProgress(report)
+    parts = open_partitions(train, client, on_partition=progress.partition)
     core = task.spec.make_estimator(task.params)
     standard = task.meta.get("preprocess", "none") == "standard"
-    report(0.15)
     try:
+        if standard:
+            progress.enter("scaling")
         scaler = fit_scaler(parts) if standard else None
         fitted = ScaledPartitions(parts, scaler.mean_, scaler.scale_) if scaler else parts
-        detach = _attach_progress(core, report)
+        progress.enter("fitting")
+        hooked = hasattr(core, "set_progress_callback")
+        if hooked:
+            core.set_progress_callback(progress.fit)
         start = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             core.fit_partitions(fitted)
         seconds = time.perf_counter() - start
-        detach(core)
+        if hooked:
+            core.set_progress_callback(None)
+        progress.enter("evaluating")
         model = Pipeline([("scale", scaler), ("model", core)]) if scaler else core
         classes = np.asarray(core.classes_)
         metrics: dict[str, Any] = {
@@ -152,17 +168,18 @@ def fit_by_reference(task: TrainTask, report: Any, *, n_jobs: int = 1) -> FitRes
         }
         stats = feature_stats(parts)
         n_train = parts.n_rows
+        passes = int(getattr(parts, "passes", 0)) or None
     finally:
         if hasattr(parts, "close"):
             parts.close()
     if test:
-        held = open_partitions(test, client)
+        held = open_partitions(test, client, on_partition=progress.partition)
         try:
             metrics["heldout"] = confusion_metrics(held.map_sum(_confusion, model, classes))
         finally:
             if hasattr(held, "close"):
                 held.close()
-    report(0.9)
+    progress.finish()
     messages = sorted({f"{w.category.__name__}: {w.message}"[:300] for w in caught})
     return FitResult(
         estimator=model,
@@ -174,7 +191,8 @@ def fit_by_reference(task: TrainTask, report: Any, *, n_jobs: int = 1) -> FitRes
             "converged": _converged(core),
             "warnings": messages,
             "partitions": len(train),
-            "passes": int(getattr(parts, "passes", 0)) or None,
+            "passes": passes,
+            "peak_rss_mb": peak_rss_mb(),
         },
         metrics=metrics,
         extras={"plot_data": {"feature_stats": stats}},

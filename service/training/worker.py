@@ -63,9 +63,22 @@ class FitResult:
     """Record entries beyond the metrics: ``search`` and ``plot_data`` (service.plots.data)."""
 
 
+def progress_payload(fraction: float, detail: dict[str, Any] | None = None) -> Any:
+    """A ``progress`` message's payload: the fraction, or ``(fraction, detail)``."""
+    return float(fraction) if detail is None else (float(fraction), detail)
+
+
+def relay_progress(on_progress: Callable[..., None], payload: Any) -> None:
+    """Call ``on_progress(fraction)``, or ``on_progress(fraction, detail)`` when there is one."""
+    if isinstance(payload, tuple | list):
+        on_progress(float(payload[0]), payload[1])
+    else:
+        on_progress(float(payload))
+
+
 @dataclass(frozen=True)
 class WorkerMessage:
-    """One message from a worker: ``progress`` (a fraction), then ``done`` (a ``FitResult``),
+    """One message from a worker: ``progress`` (a ``progress_payload``), then ``done`` (a ``FitResult``),
     ``invalid``, ``data`` (a file by reference unreadable) or ``failed`` (a message)."""
 
     kind: str
@@ -239,7 +252,9 @@ def worker_main(task: TrainTask, messages: Any, n_jobs: int = 1) -> None:
     messages.put(WorkerMessage("progress", 0.1))
     try:
         result = fit_and_evaluate(
-            task, lambda f: messages.put(WorkerMessage("progress", f)), n_jobs=n_jobs
+            task,
+            lambda f, d=None: messages.put(WorkerMessage("progress", progress_payload(f, d))),
+            n_jobs=n_jobs,
         )
     except MemoryError:
         messages.put(
@@ -292,7 +307,7 @@ def run_in_process(
     *,
     timeout_s: float,
     cancelled: threading.Event,
-    on_progress: Callable[[float], None] = lambda f: None,
+    on_progress: Callable[..., None] = lambda f, d=None: None,
     poll_s: float = 0.05,
     target: Callable[..., None] = worker_main,
     extra_args: tuple[Any, ...] = (),
@@ -300,7 +315,8 @@ def run_in_process(
     """Run ``target(task, messages, *extra_args)`` (``worker_main``) in a fresh process.
 
     The process is killed on timeout or when ``cancelled`` is set; ``target`` must be importable
-    by name and speak ``worker_main``'s messages.
+    by name and speak ``worker_main``'s messages. ``on_progress(fraction)`` is called with a
+    ``detail`` dict as second argument when the fit gives one (a training by reference).
     """
     ctx = worker_context()
     messages = ctx.Queue()
@@ -329,7 +345,7 @@ def run_in_process(
                         "failed", message=f"worker exited unexpectedly (code {process.exitcode})"
                     )
             if message.kind == "progress":
-                on_progress(float(message.payload))
+                relay_progress(on_progress, message.payload)
             elif message.kind == "done":
                 return Outcome("succeeded", result=message.payload)
             else:

@@ -21,7 +21,7 @@ from fastapi.testclient import TestClient
 
 from service.api.app import create_app
 from service.data.writing import STAGING, SUCCESS
-from service.errors import TrainingCancelled
+from service.errors import ApiError, TrainingCancelled
 from service.inference.batch_scoring import BatchPlan, plan_batch, run_batch
 from service.schemas.batch import BatchPredictRequest
 from service.settings import Settings
@@ -297,13 +297,37 @@ def test_a_cancel_leaves_nothing(client: TestClient, data_dir: Path, iris: Any) 
     plan = BatchPlan.from_bytes(plan_batch(request, state.store, state.settings).to_bytes())
     cancelled = threading.Event()
 
-    def progress(fraction: float) -> None:
+    def progress(fraction: float, detail: Any = None) -> None:
         assert (out / STAGING).is_dir() and not (out / SUCCESS).exists()
         cancelled.set()  # after the first partition was staged
 
     with pytest.raises(TrainingCancelled):
         run_batch(plan, "j_" + "0" * 32, state.store, state.settings, cancelled, progress)
     assert not any(out.rglob("*"))
+
+
+def test_an_input_deleted_mid_job_fails_naming_it_and_leaves_nothing(
+    client: TestClient, data_dir: Path, iris: Any
+) -> None:
+    folder = data_dir / "in-doomed"
+    _write_parts(folder, iris[0], "parquet")
+    doomed = sorted(folder.iterdir())[-1]
+    out = data_dir / "doomed-out"
+    request = BatchPredictRequest.model_validate(
+        _body(data_dir, input={"uri": f"file://{folder}/"}, output={"uri": f"file://{out}/"})
+    )
+    state = client.app.state
+    plan = BatchPlan.from_bytes(plan_batch(request, state.store, state.settings).to_bytes())
+
+    def progress(fraction: float, detail: Any = None) -> None:
+        if doomed.exists():  # after the first file was scored and staged: the last one goes
+            assert (out / STAGING).is_dir()
+            doomed.unlink()
+
+    with pytest.raises(ApiError) as failure:
+        run_batch(plan, "j_" + "1" * 32, state.store, state.settings, threading.Event(), progress)
+    assert doomed.name in failure.value.message, failure.value.message
+    assert not any(out.rglob("*"))  # no _SUCCESS, no part, no staging
 
 
 def test_on_a_dask_local_cluster(

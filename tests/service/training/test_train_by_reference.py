@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,9 @@ from service.training.worker import with_preprocessing
 from tests.service.conftest import BUCKET, wait_for_job
 
 N_FILES = 3
+MANY_PASSES = {"tol": 1e-300, "max_iter": 100_000}
+"""An EM that stops at ``max_iter`` only: one pass per iteration, long after the test acts."""
+MCMC = {"n_draws": 300, "burn_in": 50, "n_chains": 2, "random_state": 0}
 
 
 def iris_table(iris: tuple[np.ndarray, np.ndarray]) -> pa.Table:
@@ -66,6 +70,7 @@ def client(
         data_urls=f"file://{data_root}/in/,s3://{BUCKET}/in/",
         s3_endpoint_url=s3_endpoint,
         max_rows=120,
+        job_lease_s=2,  # progress written every 0.4 s
     )
     # the training workers read S3 with the server's credentials, from the environment the
     # forkserver started with: restart it now that the moto fixture has set them
@@ -218,15 +223,48 @@ def test_kernel_svm_from_s3_with_a_held_out_split(
 def test_an_object_deleted_mid_job_fails_the_job_naming_it(
     client: TestClient, data_root: Path, iris: Any
 ) -> None:
+    """Deleted once the fit has made a pass of its own (an EM of many passes, one per
+    iteration): the next pass fails on it."""
     folder = data_root / "in" / "doomed"
     write_shards(iris_table(iris), folder, "parquet")
-    answer = client.post("/train", json=body(f"file://{folder}/", name="doomed"))
-    assert answer.status_code == 202
+    payload = body(f"file://{folder}/", "em_svm", name="doomed", params=MANY_PASSES)
+    job_id = client.post("/train", json=payload).json()["job_id"]
+    while True:
+        job = client.get(f"/jobs/{job_id}").json()
+        assert job["status"] == "running", job
+        if (job["progress_detail"] or {}).get("iterations"):
+            break
+        time.sleep(0.02)
     (folder / "part-1.parquet").unlink()
-    job = wait_for_job(client, answer.json()["job_id"])
+    job = wait_for_job(client, job_id)
     assert job["status"] == "failed"
     assert "part-1.parquet" in job["error"]["message"]
+    assert job["error"]["details"][0]["field"] == "data.uri"
+    assert job["progress_detail"]["stage"] == "fitting"
     assert client.get("/models/doomed").status_code == 404
+
+
+def test_progress_counts_passes_partitions_and_iterations(
+    client: TestClient, data_root: Path
+) -> None:
+    payload = body(f"file://{data_root}/in/iris-pq/", "mcmc_svm", name="progress", params=MCMC)
+    job_id = client.post("/train", json=payload).json()["job_id"]
+    views = []
+    while not views or views[-1]["status"] in ("queued", "running"):
+        views.append(client.get(f"/jobs/{job_id}").json())
+        time.sleep(0.02)
+    assert views[-1]["status"] == "succeeded", views[-1]
+    fractions = [v["progress"] for v in views]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    details = [v["progress_detail"] for v in views if v["progress_detail"]]
+    assert len({(d["pass"], d["partitions_done"]) for d in details}) > 2  # it moved
+    order = [(d["pass"], d["partitions_done"], d["iterations"] or 0) for d in details]
+    assert order == sorted(order)
+    last = details[-1]
+    assert last["stage"] == "evaluating" and last["partitions_done"] == last["partitions"] == 6
+    record = client.get(f"/models/{views[-1]['model_id']}").json()
+    assert last["pass"] == record["training"]["passes"]
+    assert 0 < last["iterations"] < last["pass"]
 
 
 def test_cancel(client: TestClient, data_root: Path) -> None:

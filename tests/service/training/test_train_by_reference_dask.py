@@ -1,8 +1,14 @@
-"""Training by reference on a Dask LocalCluster: partitions read on the workers, each worker's
-memory limit below the data set's size."""
+"""Training by reference on a Dask LocalCluster (worker processes): partitions read on the
+workers; a worker killed mid-fit; a cancel that stops the cluster's tasks.
+
+The memory limits are tested in ``test_reference_memory.py`` (workers smaller than the data set).
+"""
 
 from __future__ import annotations
 
+import os
+import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,16 +24,18 @@ from fastapi.testclient import TestClient
 from service.api.app import create_app
 from service.settings import Settings
 from tests.service.conftest import wait_for_job
+from tests.service.training.test_train_by_reference import in_memory
+
+pytestmark = pytest.mark.slow
 
 N_ROWS, N_FEATURES, N_FILES = 40_000, 10, 8
-MEMORY_LIMIT = 2 * 2**20
-"""Below the data set's size (40,000 × 10 float64 = 3.2 MB): no worker could hold it all. The
-pause and terminate thresholds are off (a worker process alone is above 2 MiB), so the limit acts
-as the managed-memory budget: what a worker keeps beyond it is spilled to disk."""
+EM = {"tol": 1e-12, "max_iter": 400}
+"""An EM fit of many passes (one per iteration), so that it is still running when the test acts
+after its first iteration."""
 
 
 @pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def data(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray, np.ndarray]:
     root = tmp_path_factory.mktemp("dask-data")
     rng = np.random.default_rng(0)
     X = rng.normal(size=(N_ROWS, N_FEATURES))
@@ -35,49 +43,130 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for i, rows in enumerate(np.array_split(np.arange(N_ROWS), N_FILES)):
         table = pa.table({**{f"f{j}": X[rows, j] for j in range(N_FEATURES)}, "label": y[rows]})
         pq.write_table(table, root / f"part-{i}.parquet")
-    assert X.nbytes > MEMORY_LIMIT
-    return root
+    return root, X, y
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
-    overrides = {
-        "distributed.worker.daemon": False,
-        "distributed.worker.memory.pause": False,
-        "distributed.worker.memory.terminate": False,
-    }
-    with dask.config.set(overrides):
+    with dask.config.set({"distributed.worker.daemon": False}):  # the fit starts a process
         local = distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            memory_limit=MEMORY_LIMIT,
-            dashboard_address=None,
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
         )
+    try:
         yield local
+    finally:
         local.close()
 
 
-def test_lda_fits_on_the_workers(cluster: Any, data_dir: Path, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def watcher(cluster: Any) -> Iterator[Any]:
+    """The test's own client of the cluster (it holds no data)."""
+    with distributed.Client(cluster.scheduler_address, set_as_default=False) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def client(cluster: Any, data: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     settings = Settings(
-        data_dir=tmp_path,
+        data_dir=tmp_path_factory.mktemp("app"),
         log_level="warning",
-        data_urls=f"file://{data_dir}/",
+        data_urls=f"file://{data[0]}/",
         dask_scheduler=cluster.scheduler_address,
+        job_lease_s=2,
     )
-    body = {
-        "model_type": "lda",
-        "name": "dask-ref",
-        "data": {"uri": f"file://{data_dir}/", "format": "parquet", "target": "label"},
-        "evaluation": {"test_fraction": 0.25, "random_state": 1},
-    }
-    with TestClient(create_app(settings)) as client:
-        answer = client.post("/train", json=body)
-        assert answer.status_code == 202, answer.text
-        job = wait_for_job(client, answer.json()["job_id"], timeout_s=180)
-        assert job["status"] == "succeeded", job
-        record = client.get(f"/models/{job['model_id']}").json()
+    with TestClient(create_app(settings)) as test_client:
+        yield test_client
+
+
+def body(root: Path, model_type: str, name: str, **extra: Any) -> dict[str, Any]:
+    data = {"uri": f"file://{root}/", "format": "parquet", "target": "label"}
+    return {"model_type": model_type, "name": name, "data": data, **extra}
+
+
+def start(client: TestClient, payload: dict[str, Any]) -> str:
+    answer = client.post("/train", json=payload)
+    assert answer.status_code == 202, answer.text
+    return answer.json()["job_id"]
+
+
+def after_first_iteration(client: TestClient, job_id: str) -> dict[str, Any]:
+    """The job's view once its fit completed an iteration (a pass of the fitting stage)."""
+    while True:
+        job = client.get(f"/jobs/{job_id}").json()
+        assert job["status"] == "running", job
+        detail = job["progress_detail"] or {}
+        if detail.get("stage") == "fitting" and (detail.get("iterations") or 0) >= 1:
+            return job
+        time.sleep(0.05)
+
+
+def settled(watcher: Any) -> bool:
+    """No task processing anywhere on the cluster, and the scheduler holds no task."""
+    busy = any(watcher.processing().values())
+    held = watcher.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks))
+    return not busy and held == 0
+
+
+def wait_until(condition: Any, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "the cluster did not settle"
+        time.sleep(0.1)
+
+
+def test_lda_fits_on_the_workers(client: TestClient, data: Any) -> None:
+    root = data[0]
+    job_id = start(
+        client,
+        body(root, "lda", "dask-ref", evaluation={"test_fraction": 0.25, "random_state": 1}),
+    )
+    job = wait_for_job(client, job_id, timeout_s=180)
+    assert job["status"] == "succeeded", job
+    record = client.get(f"/models/{job['model_id']}").json()
     assert record["training"]["partitions"] == 6  # two of eight files held out
     assert record["metrics"]["heldout"]["n_samples"] == N_ROWS // 4
     assert record["metrics"]["train"]["accuracy"] > 0.8
     assert record["data"]["rows"] == N_ROWS
+    detail = job["progress_detail"]
+    assert job["progress"] == 1.0 and detail["stage"] == "evaluating"
+    assert detail["partitions_done"] == detail["partitions"]
+
+
+def test_a_worker_killed_mid_fit(client: TestClient, watcher: Any, data: Any) -> None:
+    """SIGKILL to the worker that does not run the fit's task: its partitions are read again
+    elsewhere (the nanny starts a new worker) and the fit ends as the in-memory one."""
+    root, X, y = data
+    job_id = start(client, body(root, "em_svm", "dask-killed", params=EM))
+    after_first_iteration(client, job_id)
+    processing = watcher.processing()
+    host = next(w for w, keys in processing.items() if any(str(k).endswith("-fit") for k in keys))
+    victim = next(w for w in watcher.scheduler_info()["workers"] if w != host)
+    pid = watcher.run(os.getpid, workers=[victim])[victim]
+    os.kill(pid, signal.SIGKILL)
+    job = wait_for_job(client, job_id, timeout_s=300)
+    assert job["status"] == "succeeded", job
+    record = client.get(f"/models/{job['model_id']}").json()
+    expected = in_memory(record, X, y)
+    rows = X[::200]
+    answer = client.post(
+        "/predict",
+        json={"model": "dask-killed", "X": rows.tolist(), "outputs": ["decision_function"]},
+    )
+    assert answer.status_code == 200, answer.text
+    np.testing.assert_allclose(
+        answer.json()["decision_function"], expected.decision_function(rows), rtol=1e-5, atol=1e-6
+    )
+
+
+def test_a_cancel_stops_the_cluster_s_tasks(client: TestClient, watcher: Any, data: Any) -> None:
+    root, _, _ = data
+    wait_until(lambda: settled(watcher))
+    job_id = start(client, body(root, "em_svm", "dask-cancelled", params=EM))
+    after_first_iteration(client, job_id)
+    assert not settled(watcher)  # the fit's partitions are on the workers
+    cancelled = client.delete(f"/jobs/{job_id}")
+    assert cancelled.status_code == 200
+    job = wait_for_job(client, job_id)
+    assert job["status"] == "cancelled", job
+    wait_until(lambda: settled(watcher))  # the fit's process is gone, and its tasks with it
+    assert client.get("/models/dask-cancelled").status_code == 404
