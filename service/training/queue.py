@@ -75,7 +75,7 @@ from service.training.executors import Executor
 from service.training.payload import decode_task, encode_task
 from service.training.search_request import timeout_detail
 from service.training.tasks import TrainTask, build_record
-from service.training.worker import Outcome
+from service.training.worker import Outcome, path_main, run_in_process
 
 logger = logging.getLogger("service.training.queue")
 
@@ -529,6 +529,29 @@ class JobQueue:
             if self.metrics is not None:
                 label = outcome.status if outcome.status != "invalid" else "failed"
                 self.metrics.record_training(task.model_type, label, time.monotonic() - started)
+        if task.spec.nu_path and outcome.status == "succeeded" and outcome.result is not None:
+            self._store_path(job_id, task, outcome.result.estimator)
+
+    def _store_path(self, job_id: str, task: TrainTask, estimator: Any) -> None:
+        """After the job ended (its answer is not kept waiting): the stored model's ν path, in a
+        worker process on the task's rows, into its record (``plot_data.path``)."""
+        try:
+            ended = self.job_store.ended_with(job_id)
+            if ended is None or ended[0] != "succeeded" or ended[1] is None:
+                return
+            outcome = run_in_process(
+                task,
+                timeout_s=self.settings.train_timeout_s,
+                cancelled=self._stop,
+                target=path_main,
+                extra_args=(estimator,),
+            )
+            path = outcome.result if outcome.status == "succeeded" else None
+            if path is None:
+                path = {"error": f"the path was not computed ({outcome.status}: {outcome.message})"}
+            self.store.registry.set_plot_data(ended[1], "path", path)
+        except Exception:
+            logger.exception("job %s: the model's path could not be stored", job_id)
 
     # -- storing a fitted model ----------------------------------------------------------------
     def _save(

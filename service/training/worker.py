@@ -32,7 +32,7 @@ from sklearn.preprocessing import StandardScaler
 
 from service.data.loading import DataReadError
 from service.model_types import ModelSpec
-from service.plots.data import plot_data
+from service.plots.data import path_or_error, plot_data
 from service.training.metrics import classification_metrics
 from service.training.selection import run_model_selection
 from service.training.tasks import TrainTask
@@ -191,7 +191,7 @@ def fit_and_evaluate(
         metrics["heldout"] = classification_metrics(model, task.X_test, task.y_test)
     if "cv" in extra:
         metrics["cv"] = extra["cv"]
-    extras = {"plot_data": plot_data(task.spec, model, task.X, task.y)}
+    extras = {"plot_data": plot_data(task.spec, model, task.X, task.y, path=False)}
     if "search" in extra:
         extras["search"] = extra["search"]
     report(0.9)
@@ -241,6 +241,17 @@ def worker_main(task: TrainTask, messages: Any, n_jobs: int = 1) -> None:
     """Entry point of the worker process: put progress, then one final message, on ``messages``."""
     exit_with_parent()
     serve_task(task, messages, n_jobs)
+
+
+def path_main(task: TrainTask, messages: Any, estimator: Any) -> None:
+    """Entry point of the process that computes a stored model's ν path on its training rows."""
+    exit_with_parent()
+    limit_memory(task.memory_limit_mb)
+    try:
+        path = path_or_error(estimator, task.X, task.y)
+    except MemoryError:
+        path = {"error": "the path needed more memory than BSVM_WORKER_MEMORY_MB"}
+    messages.put(WorkerMessage("done", path))
 
 
 def waiting_worker_main(tasks: Any, messages: Any) -> None:
