@@ -87,13 +87,16 @@ class LocalExecutor:
         on_progress: Callable[[float], None] = lambda f: None,
     ) -> Outcome:
         """``run_in_process`` with the task's estimator as built (``n_jobs=1``)."""
-        return run_in_process(
-            task,
-            timeout_s=timeout_s,
-            cancelled=cancelled,
-            on_progress=on_progress,
-            warm=self.warm.take(),
-        )
+        try:
+            return run_in_process(
+                task,
+                timeout_s=timeout_s,
+                cancelled=cancelled,
+                on_progress=on_progress,
+                warm=self.warm.take(),
+            )
+        finally:
+            self.warm.refill()
 
     def warm_up(self) -> None:
         """Start the local training forkserver and the warm workers now, not at the first fit."""

@@ -3,7 +3,7 @@
 A training's worker used to start when its job did (10-40 ms of process start on the critical
 path). ``WarmWorkers`` keeps ``size`` of them forked from the training forkserver (whose modules
 and first calls are warm, ``worker.PRELOAD``), each blocked on its pipe; ``take`` hands one out
-and starts its replacement in a background thread. One task per process stays: the process ends
+then its replacement starts in the background once that training is over. One task per process stays: the process ends
 with its task, so a cancel or a timeout still kills it (``worker.follow``).
 """
 
@@ -18,7 +18,7 @@ logger = logging.getLogger("service.training.warm_workers")
 
 
 class WarmWorkers:
-    """Up to ``size`` idle worker processes, refilled in the background after each ``take``."""
+    """Up to ``size`` idle worker processes, refilled in the background after each training."""
 
     def __init__(self, size: int) -> None:
         self.size = size
@@ -28,7 +28,8 @@ class WarmWorkers:
         self._closed = False
 
     def take(self) -> StartedWorker | None:
-        """An idle live worker (its replacement starts in the background), or None."""
+        """An idle live worker, or None (``refill`` once its training is over, so that starting
+        the replacement does not compete with the fit for a core)."""
         worker = None
         with self._lock:
             while self._idle and worker is None:
@@ -37,7 +38,6 @@ class WarmWorkers:
                     worker = candidate
                 else:
                     candidate.close()
-        self.refill()
         return worker
 
     def refill(self) -> None:
