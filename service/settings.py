@@ -100,6 +100,14 @@ class Settings(BaseSettings):
         ge=1,
         description="Trainings running at once in one server process; more wait in the queue.",
     )
+    warm_workers: int = Field(
+        1,
+        ge=0,
+        le=16,
+        description="Training worker processes each server process keeps started and waiting "
+        "for a task (each serves one training, then is replaced in the background); 0 starts "
+        "every worker when its training does.",
+    )
     max_queued: int = Field(
         16,
         ge=0,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +13,8 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 DPI = 100
+PENDING_S = 3600.0
+"""Plot data still pending after this was lost with its server (computed once, never again)."""
 
 
 def figure_png(draw: Callable[[Figure], None], figsize: tuple[float, float]) -> bytes:
@@ -41,6 +44,17 @@ def stored_plot_data(record: dict[str, Any], key: str, why: str) -> Any:
     if value is None:
         raise Conflict(
             f"model {record['model_id']} has no {key} data: {why}", [detail("model", why)]
+        )
+    if isinstance(value, dict) and value.get("pending"):
+        stopped = time.time() - float(value.get("since", 0.0)) > PENDING_S
+        why = (
+            "its server stopped before it was computed; train the model again"
+            if stopped
+            else "it is computed after the model is stored; retry in a few seconds"
+        )
+        raise Conflict(
+            f"the {key} data of model {record['model_id']} is not ready: {why}",
+            [detail("model", why)],
         )
     if isinstance(value, dict) and "error" in value:
         raise Conflict(

@@ -5,7 +5,8 @@ at training time and stored in the record (``plot_data``):
 
 * ``feature_stats``: per-feature mean, min and max of the training rows (decision-region plots
   hold the other features at their means and span min..max);
-* ``path`` (the types with ``nu_path``: EM and ECME): the posterior mode over ``PATH_POINTS`` values of ν spanning ±3
+* ``path`` (the types with ``nu_path``: EM and ECME; computed after the model is stored, so a
+  training's answer does not wait for it, ``path_pending`` until then): the posterior mode over ``PATH_POINTS`` values of ν spanning ±3
   decades around the fitted ν, by EM warm-started from one ν to the next (``warm_start=True``);
   ECME's path is EM's at fixed ν around the learned ν (one ν per class: their geometric mean);
 * ``compare`` (every Bayesian type): a ``LinearSVM`` on the same standardised data at C = ν²
@@ -17,6 +18,7 @@ at training time and stored in the record (``plot_data``):
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -90,6 +92,20 @@ def regularisation_path(estimator: Any, X: np.ndarray, y: np.ndarray) -> dict[st
     }
 
 
+def path_pending(now: float | None = None) -> dict[str, Any]:
+    """The record's path while it is being computed: ``{"pending": true, "since": epoch s}``."""
+    return {"pending": True, "since": time.time() if now is None else now}
+
+
+def path_or_error(estimator: Any, X: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+    """``regularisation_path``, or ``{"error": ...}`` when the maths fails (the model stands)."""
+    try:
+        return regularisation_path(estimator, X, y)
+    except (ArithmeticError, ValueError, np.linalg.LinAlgError) as exc:
+        logger.warning("no path data: %s", exc)
+        return {"error": f"{type(exc).__name__}: {exc}"[:300]}
+
+
 def linear_comparison(estimator: Any, X: np.ndarray, y: np.ndarray) -> dict[str, Any]:
     """``LinearSVM`` coefficients at C = ν² on the Bayesian model's standardised data."""
     Z = (X - estimator.mean_) / estimator.scale_
@@ -115,12 +131,17 @@ def linear_comparison(estimator: Any, X: np.ndarray, y: np.ndarray) -> dict[str,
     }
 
 
-def plot_data(spec: ModelSpec, estimator: Any, X: np.ndarray, y: np.ndarray) -> dict[str, Any]:
-    """Everything of the module notes that applies to a fitted model of type ``spec``."""
+def plot_data(
+    spec: ModelSpec, estimator: Any, X: np.ndarray, y: np.ndarray, *, path: bool = True
+) -> dict[str, Any]:
+    """Everything of the module notes that applies to a fitted model of type ``spec``; without
+    ``path``, the path is marked pending (``path_pending``: computed after the model is stored)."""
     out: dict[str, Any] = {"feature_stats": feature_stats(X)}
     wanted: dict[str, Callable[..., dict[str, Any]]] = {}
-    if spec.nu_path:
+    if spec.nu_path and path:
         wanted["path"] = regularisation_path
+    elif spec.nu_path:
+        out["path"] = path_pending()
     if hasattr(estimator, "posterior_summary") and hasattr(estimator, "nu_"):
         wanted["compare"] = linear_comparison
     for key, compute in wanted.items():

@@ -538,6 +538,21 @@ class ModelRegistry:
                 .values(record=json.dumps(record, sort_keys=True))
             )
 
+    def set_plot_data(self, model_id: str, key: str, value: Any) -> None:
+        """Put ``value`` at ``plot_data[key]`` of ``model_id``'s record (plot data computed after
+        the model was stored: the ν path); nothing happens when the model is gone."""
+        with self.db.write() as conn:
+            row = conn.execute(select(models.c.record).where(models.c.model_id == model_id)).first()
+            if row is None:
+                return
+            record = json.loads(row.record)
+            record["plot_data"] = {**(record.get("plot_data") or {}), key: value}
+            conn.execute(
+                update(models)
+                .where(models.c.model_id == model_id)
+                .values(record=json.dumps(record, sort_keys=True))
+            )
+
     def reserve_versions(self, name: str, next_version: int) -> None:
         """Make the next version of ``name`` at least ``next_version`` (the folder import)."""
         with self._write() as conn:

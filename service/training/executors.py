@@ -1,6 +1,7 @@
 """Where a training runs: a worker process on this machine, or a dask cluster.
 
-``LocalExecutor`` runs each fit in a fresh local process (``run_in_process``), with ``n_jobs=1``.
+``LocalExecutor`` runs each fit in a local process of its own (``run_in_process``; a warm one
+started ahead, ``BSVM_WARM_WORKERS``), with ``n_jobs=1``.
 
 ``DaskExecutor`` submits one task per fit to a dask scheduler. On the dask worker that task
 secedes from the worker's thread pool (so the cluster's threads stay free for the fit's own
@@ -29,6 +30,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from service.settings import Settings
+from service.training.warm_workers import WarmWorkers
 from service.training.worker import (
     PRELOAD,
     Outcome,
@@ -73,7 +75,11 @@ class Executor(Protocol):
 
 
 class LocalExecutor:
-    """Each fit in a fresh process on this machine, one core (``n_jobs=1``)."""
+    """Each fit in a process of its own on this machine, one core (``n_jobs=1``): one of
+    ``warm_workers`` started ahead and waiting (``WarmWorkers``), else a fresh one."""
+
+    def __init__(self, warm_workers: int = 1) -> None:
+        self.warm = WarmWorkers(warm_workers)
 
     def run(
         self,
@@ -84,16 +90,25 @@ class LocalExecutor:
         on_progress: Callable[..., None] = lambda f, d=None: None,
     ) -> Outcome:
         """``run_in_process`` with the task's estimator as built (``n_jobs=1``)."""
-        return run_in_process(
-            task, timeout_s=timeout_s, cancelled=cancelled, on_progress=on_progress
-        )
+        try:
+            return run_in_process(
+                task,
+                timeout_s=timeout_s,
+                cancelled=cancelled,
+                on_progress=on_progress,
+                warm=self.warm.take(),
+            )
+        finally:
+            self.warm.refill()
 
     def warm_up(self) -> None:
-        """Start the local training forkserver now rather than at the first fit."""
+        """Start the local training forkserver and the warm workers now, not at the first fit."""
         warm_up()
+        self.warm.fill()
 
     def close(self) -> None:
-        """Nothing to release: every fit's process ends with its fit."""
+        """Stop the warm workers (every fit's process ends with its fit)."""
+        self.warm.close()
 
 
 class DaskExecutor:
@@ -217,7 +232,7 @@ def make_executor(settings: Settings) -> Executor:
     """``DaskExecutor`` when ``settings.dask_scheduler`` is set, else ``LocalExecutor``."""
     if settings.dask_scheduler:
         return DaskExecutor(settings.dask_scheduler)
-    return LocalExecutor()
+    return LocalExecutor(settings.warm_workers)
 
 
 # -- the dask worker's side ----------------------------------------------------------------------

@@ -3,17 +3,24 @@
 Binary problems score the positive class ``classes[1]`` (precision, recall, F1) and rank by the
 decision value (ROC AUC). With three or more classes precision, recall and F1 are macro averages
 (every class counts the same) and ROC AUC is the macro one-vs-rest AUC of ``predict_proba``, so it
-is reported only when the model has probabilities; otherwise it is ``null``.
+is reported only when the model has probabilities; otherwise it is ``null``. The formulas are
+numpy's (``metric_formulas``), on one pass of the model over the rows (``predictions``).
 """
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
-from sklearn.metrics import accuracy_score, precision_recall_fscore_support, roc_auc_score
 from sklearn.model_selection import train_test_split
+
+from service.training.metric_formulas import (
+    accuracy,
+    class_indices,
+    macro_ovr_auc,
+    precision_recall_f1,
+    roc_auc,
+)
 
 
 def heldout_split(
@@ -23,51 +30,44 @@ def heldout_split(
     return train_test_split(X, y, test_size=test_fraction, random_state=random_state, stratify=y)
 
 
-def _scores(estimator: Any, X: np.ndarray, n_classes: int) -> np.ndarray | None:
-    """Scores for ROC AUC: decision values (binary) or probabilities (multiclass), else None."""
-    if n_classes == 2 and hasattr(estimator, "decision_function"):
-        return np.asarray(estimator.decision_function(X))
+def predictions(estimator: Any, X: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """Predicted class indices and the scores ROC AUC ranks by, from one pass over ``X``.
+
+    Two classes: one ``decision_function``, whose sign is the label (every model type's
+    ``predict`` is ``classes_[decision > 0]`` for two classes; tested per type), and whose values
+    are the scores. More classes: ``predict``, and ``predict_proba`` only when the model has it
+    (otherwise no ROC AUC). An estimator without ``decision_function``: ``predict`` and the
+    probability of ``classes_[1]``.
+    """
+    classes = estimator.classes_
+    if classes.size == 2 and hasattr(estimator, "decision_function"):
+        scores = np.asarray(estimator.decision_function(X), dtype=float)
+        return (scores > 0).astype(np.intp), scores
+    pred = class_indices(classes, np.asarray(estimator.predict(X)))
     if not hasattr(estimator, "predict_proba"):  # e.g. an SVM trained without probability=True
-        return None
-    proba = np.asarray(estimator.predict_proba(X))
-    return proba[:, 1] if n_classes == 2 else proba
+        return pred, None
+    proba = np.asarray(estimator.predict_proba(X), dtype=float)
+    return pred, proba[:, 1] if classes.size == 2 else proba
 
 
 def classification_metrics(estimator: Any, X: np.ndarray, y: np.ndarray) -> dict[str, Any]:
     """Accuracy, precision, recall, F1 (binary: of classes_[1]; else macro) and ROC AUC or None."""
     classes = estimator.classes_
-    y_pred = estimator.predict(X)
     binary = classes.size == 2
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        precision, recall, f1, _ = precision_recall_fscore_support(
-            y,
-            y_pred,
-            labels=classes,
-            average="binary" if binary else "macro",
-            pos_label=classes[1] if binary else 1,
-            zero_division=0,
-        )
+    pred, scores = predictions(estimator, X)
+    true = class_indices(classes, np.asarray(y))
+    precision, recall, f1 = precision_recall_f1(
+        true, pred, classes.size, positive=1 if binary else None
+    )
     auc: float | None = None
-    scores = _scores(estimator, X, classes.size)
-    if scores is not None and np.unique(y).size == classes.size:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                if binary:
-                    auc = float(roc_auc_score(y == classes[1], scores))
-                else:
-                    auc = float(
-                        roc_auc_score(y, scores, labels=classes, multi_class="ovr", average="macro")
-                    )
-            except ValueError:
-                auc = None
+    if scores is not None and np.unique(true[true >= 0]).size == classes.size:
+        auc = roc_auc(true == 1, scores) if binary else macro_ovr_auc(true, scores)
     return {
         "n_samples": int(y.shape[0]),
-        "accuracy": float(accuracy_score(y, y_pred)),
-        "precision": float(precision),
-        "recall": float(recall),
-        "f1": float(f1),
-        "roc_auc": auc if auc is None or np.isfinite(auc) else None,
+        "accuracy": accuracy(true, pred),
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "roc_auc": auc,
         "average": "binary" if binary else "macro",
     }

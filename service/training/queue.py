@@ -19,6 +19,10 @@ fit that itself kills its server (memory) would take down one replica after anot
 loss fails the job with a clear error instead.
 
 A synchronous ``POST /train`` is a job like any other: the request waits for its row to end.
+Its process claims it at once when it has a free slot (``submit`` takes the oldest queued job
+as the dispatcher would; the row, its lease and its payload are the same), and the request
+wakes on an in-process event when the job ends here; it reads the row every ``WAIT_POLL_S`` only
+while the job is queued or runs in another process.
 
 Jobs of other kinds (``batch_predict``) share the table, the leases, progress and cancel: the
 queue runs them with the ``JobRunner`` given for their kind (``runners``), in a thread of the
@@ -71,7 +75,7 @@ from service.training.executors import Executor
 from service.training.payload import decode_task, encode_task
 from service.training.search_request import timeout_detail
 from service.training.tasks import TrainTask, build_record
-from service.training.worker import Outcome
+from service.training.worker import Outcome, path_main, run_in_process
 
 logger = logging.getLogger("service.training.queue")
 
@@ -80,6 +84,10 @@ TICK_S = 0.25
 MAX_ATTEMPTS = 2
 PURGE_EVERY_S = 10.0
 WAIT_POLL_S = 0.05
+"""How often a request waiting on a job another process runs reads the job's row."""
+LOCAL_WAIT_S = 1.0
+"""Longest wait on the in-process end event of a job this process runs before the row is read
+again (a safety net: the event is set as soon as the job's end is committed)."""
 SYNC_SAVE_RETRY_S = 3.0
 """How long a synchronous training retries its save before answering 503 (its client retries)."""
 SAVE_BACKOFF_S = (0.5, 30.0)
@@ -190,6 +198,9 @@ class JobQueue:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
+        self._ended: dict[str, threading.Event] = {}
+        """Set when a job this process ran has ended (its row committed); per waited job id."""
+        self._claim_lock = threading.Lock()
         self._last_purge = self._last_reap = self._last_renewal = 0.0
         # leases are renewed, and expired ones looked for, a fifth of a lease apart (at most 1 s)
         self._renew_every = min(settings.job_lease_s / 5, 1.0)
@@ -229,6 +240,13 @@ class JobQueue:
         self.job_store.add(
             job_id, task.model_type, task.meta["name"], data, self.settings.max_queued
         )
+        if not task.meta.get("background", True):
+            self._ended.setdefault(job_id, threading.Event())
+        try:  # a free slot here claims it at once (the oldest queued job, as the dispatcher would)
+            self._claim({job_id: task})
+        except Exception as exc:  # the dispatcher claims it later
+            if backend_down(exc) is None:
+                logger.exception("job %s could not be claimed at submit", job_id)
         self._wake.set()
         return self.get(job_id)
 
@@ -249,16 +267,34 @@ class JobQueue:
     def wait(self, job_id: str, timeout_s: float | None = None) -> dict[str, Any]:
         """Block until ``job_id`` ends; its model record, or raise the error it ended with."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        while True:
-            view = self.get(job_id)
-            if view["status"] not in ACTIVE:
-                break
-            if deadline is not None and time.monotonic() > deadline:
-                raise TrainingTimeout(f"job {job_id} did not finish in {timeout_s:g} s")
-            time.sleep(WAIT_POLL_S)
+        ended = self._ended.setdefault(job_id, threading.Event())
+        try:
+            while True:
+                view = self.get(job_id)
+                if view["status"] not in ACTIVE:
+                    break
+                if deadline is not None and time.monotonic() > deadline:
+                    raise TrainingTimeout(f"job {job_id} did not finish in {timeout_s:g} s")
+                ended.wait(self._wait_step(job_id))
+        finally:
+            self._ended.pop(job_id, None)
         if view["status"] == "succeeded" and view["model_id"]:
             return self.store.get_record(view["model_id"])
         raise error_of(view)
+
+    def _wait_step(self, job_id: str) -> float:
+        """How long to wait on a job's end event: long while this process runs it (the event
+        comes), ``WAIT_POLL_S`` while it is queued or runs elsewhere (only its row tells)."""
+        with self._lock:
+            running = self._running.get(job_id)
+        return LOCAL_WAIT_S if running is not None and not running.lost else WAIT_POLL_S
+
+    def _job_ended(self, job_id: str) -> None:
+        """Wake whoever waits on ``job_id`` in this process (its end is committed, or it left
+        this process)."""
+        ended = self._ended.get(job_id)
+        if ended is not None:
+            ended.set()
 
     def cancel(self, job_id: str, wait_s: float = 15.0) -> dict[str, Any]:
         """Cancel a queued or running job (its worker is killed); a finished job is unchanged."""
@@ -294,20 +330,24 @@ class JobQueue:
             self._wake.wait(TICK_S)
             self._wake.clear()
 
-    def _claim(self) -> None:
-        """Take queued jobs, oldest first, while this process has free slots."""
-        while self._fitting() < self.settings.train_concurrency and not self._stop.is_set():
-            claimed = self.job_store.claim_oldest(self.owner, self.settings.job_lease_s)
-            if claimed is None:
-                return
-            self._start(*claimed)
+    def _claim(self, known: dict[str, TrainTask] | None = None) -> None:
+        """Take queued jobs, oldest first, while this process has free slots (the dispatcher's
+        tick, and ``submit``); ``known``: tasks in hand by job id, not decoded again."""
+        with self._claim_lock:  # the dispatcher and submitting requests share the slots
+            while self._fitting() < self.settings.train_concurrency and not self._stop.is_set():
+                claimed = self.job_store.claim_oldest(self.owner, self.settings.job_lease_s)
+                if claimed is None:
+                    return
+                self._start(*claimed, known=(known or {}).get(claimed[0]))
 
     def _fitting(self) -> int:
         """Jobs of this process still fitting (those storing their model take no slot)."""
         with self._lock:
             return sum(not r.saving for r in self._running.values())
 
-    def _start(self, job_id: str, data: bytes | None, kind: str = TRAIN) -> None:
+    def _start(
+        self, job_id: str, data: bytes | None, kind: str = TRAIN, known: TrainTask | None = None
+    ) -> None:
         if kind != TRAIN:
             self._start_other(job_id, data, kind)
             return
@@ -315,7 +355,7 @@ class JobQueue:
         try:
             if data is None:
                 raise KeyError("payload missing")
-            task = decode_task(data, self.model_types)
+            task = known if known is not None else decode_task(data, self.model_types)
             held = self.job_store.kept_result(job_id)
             if held is not None:  # fitted before its last owner stopped: store it, fit nothing
                 kept = self.store.pending_from(*held)
@@ -400,6 +440,7 @@ class JobQueue:
             with self._lock:
                 self._running.pop(job_id, None)
                 self._threads.pop(job_id, None)
+            self._job_ended(job_id)
             self._wake.set()
 
     def _heartbeat(self) -> None:
@@ -499,10 +540,34 @@ class JobQueue:
             with self._lock:
                 self._running.pop(job_id, None)
                 self._threads.pop(job_id, None)
+            self._job_ended(job_id)
             self._wake.set()
             if self.metrics is not None:
                 label = outcome.status if outcome.status != "invalid" else "failed"
                 self.metrics.record_training(task.model_type, label, time.monotonic() - started)
+        if task.spec.nu_path and outcome.status == "succeeded" and outcome.result is not None:
+            self._store_path(job_id, task, outcome.result.estimator)
+
+    def _store_path(self, job_id: str, task: TrainTask, estimator: Any) -> None:
+        """After the job ended (its answer is not kept waiting): the stored model's ν path, in a
+        worker process on the task's rows, into its record (``plot_data.path``)."""
+        try:
+            ended = self.job_store.ended_with(job_id)
+            if ended is None or ended[0] != "succeeded" or ended[1] is None:
+                return
+            outcome = run_in_process(
+                task,
+                timeout_s=self.settings.train_timeout_s,
+                cancelled=self._stop,
+                target=path_main,
+                extra_args=(estimator,),
+            )
+            path = outcome.result if outcome.status == "succeeded" else None
+            if path is None:
+                path = {"error": f"the path was not computed ({outcome.status}: {outcome.message})"}
+            self.store.registry.set_plot_data(ended[1], "path", path)
+        except Exception:
+            logger.exception("job %s: the model's path could not be stored", job_id)
 
     # -- storing a fitted model ----------------------------------------------------------------
     def _save(

@@ -12,6 +12,7 @@ import platform
 import secrets
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
@@ -226,8 +227,10 @@ def library_version(name: str) -> str | None:
         return None
 
 
+@cache
 def library_versions() -> dict[str, str | None]:
-    """Python and the libraries a stored model depends on."""
+    """Python and the libraries a stored model depends on (as loaded: read once per process,
+    since reading the installed distributions' metadata takes milliseconds)."""
     return {
         "python": platform.python_version(),
         **{name: library_version(name) for name in LIBRARIES},
@@ -279,7 +282,7 @@ def build_record(task: TrainTask, result: FitResult) -> dict[str, Any]:
             "random_state": task.meta["random_state"],
             "has_probabilities": hasattr(estimator, "predict_proba"),
             "has_posterior": hasattr(estimator, "posterior_summary"),
-            "library_versions": library_versions(),
+            "library_versions": dict(library_versions()),
             "feature_means": stats.get("mean"),
             "feature_min": stats.get("min"),
             "feature_max": stats.get("max"),

@@ -1,8 +1,9 @@
 """One training, run in its own worker process so that a timeout or a cancel can stop it for real.
 
 The parent validates the data and builds a ``TrainTask`` (``tasks``); ``run_in_process`` starts a worker
-(``forkserver`` where available, with the numeric stack preloaded, else ``spawn``), relays its
-progress messages, and kills it on timeout or cancel. The worker reports coarse stages: 0.1 when
+(``forkserver`` where available, with the numeric stack preloaded and each quick model type fitted
+once, ``warm_up``; else ``spawn``) or hands the task to a warm one already waiting for it
+(``warm_workers``), relays its progress messages, and kills it on timeout or cancel. The worker reports coarse stages: 0.1 when
 it has started, 0.15 when fitting starts (estimators with a progress hook fill 0.15..0.85), 0.9 when
 evaluated; the parent sets 1.0 once the model is stored.
 """
@@ -31,7 +32,7 @@ from sklearn.preprocessing import StandardScaler
 
 from service.data.loading import DataReadError
 from service.model_types import ModelSpec
-from service.plots.data import plot_data
+from service.plots.data import path_or_error, plot_data
 from service.training.metrics import classification_metrics
 from service.training.selection import run_model_selection
 from service.training.tasks import TrainTask
@@ -46,6 +47,10 @@ PRELOAD = [
     "bsvm_core.linear_svm",
     "bsvm_core.kernel_svm",
     "bsvm_core.bayesian_svm",
+    "bsvm_core.solvers.bayes_em",
+    "bsvm_core.solvers.bayes_ecme",
+    "bsvm_core.solvers.bayes_em_finish",
+    "service.training.warm_up",  # last: fits each quick model type once (first calls warm)
 ]
 _CONTEXT: Any = None
 _CONTEXT_LOCK = threading.Lock()
@@ -199,7 +204,7 @@ def fit_and_evaluate(
         metrics["heldout"] = classification_metrics(model, task.X_test, task.y_test)
     if "cv" in extra:
         metrics["cv"] = extra["cv"]
-    extras = {"plot_data": plot_data(task.spec, model, task.X, task.y)}
+    extras = {"plot_data": plot_data(task.spec, model, task.X, task.y, path=False)}
     if "search" in extra:
         extras["search"] = extra["search"]
     report(0.9)
@@ -248,6 +253,33 @@ def limit_memory(extra_mb: float | None) -> None:
 def worker_main(task: TrainTask, messages: Any, n_jobs: int = 1) -> None:
     """Entry point of the worker process: put progress, then one final message, on ``messages``."""
     exit_with_parent()
+    serve_task(task, messages, n_jobs)
+
+
+def path_main(task: TrainTask, messages: Any, estimator: Any) -> None:
+    """Entry point of the process that computes a stored model's ν path on its training rows."""
+    exit_with_parent()
+    limit_memory(task.memory_limit_mb)
+    try:
+        path = path_or_error(estimator, task.X, task.y)
+    except MemoryError:
+        path = {"error": "the path needed more memory than BSVM_WORKER_MEMORY_MB"}
+    messages.put(WorkerMessage("done", path))
+
+
+def waiting_worker_main(tasks: Any, messages: Any) -> None:
+    """Entry point of a warm worker: wait for one task on the pipe ``tasks``, then serve it."""
+    exit_with_parent()
+    try:
+        task = tasks.recv()
+    except (EOFError, OSError):  # its server stopped or let it go unused
+        return
+    tasks.close()
+    serve_task(task, messages)
+
+
+def serve_task(task: TrainTask, messages: Any, n_jobs: int = 1) -> None:
+    """Fit ``task`` under its memory limit: progress, then one final message, on ``messages``."""
     limit_memory(task.memory_limit_mb)
     messages.put(WorkerMessage("progress", 0.1))
     try:
@@ -302,6 +334,40 @@ def _main_not_reimported() -> Iterator[None]:
             sys.modules["__main__"] = main
 
 
+@dataclass
+class StartedWorker:
+    """A running worker process, its message queue and, for a warm one, the pipe its one task
+    goes down (None: the task was given at start)."""
+
+    process: Any
+    messages: Any
+    tasks: Any = None
+
+    def stop(self) -> None:
+        """Kill the process (if still alive) and release its queue and pipe."""
+        _stop(self.process)
+        self.close()
+
+    def close(self) -> None:
+        """Release the queue and the pipe (the process is gone or left alone)."""
+        self.messages.close()
+        self.messages.cancel_join_thread()
+        if self.tasks is not None:
+            self.tasks.close()
+
+
+def start_waiting_worker() -> StartedWorker:
+    """Start a warm worker: a process that waits for one task (``waiting_worker_main``)."""
+    ctx = worker_context()
+    receiving, sending = ctx.Pipe(duplex=False)
+    messages = ctx.Queue()
+    process = ctx.Process(target=waiting_worker_main, args=(receiving, messages), daemon=True)
+    with _main_not_reimported():
+        process.start()
+    receiving.close()  # the child holds its own end
+    return StartedWorker(process, messages, sending)
+
+
 def run_in_process(
     task: TrainTask,
     *,
@@ -311,46 +377,69 @@ def run_in_process(
     poll_s: float = 0.05,
     target: Callable[..., None] = worker_main,
     extra_args: tuple[Any, ...] = (),
+    warm: StartedWorker | None = None,
 ) -> Outcome:
-    """Run ``target(task, messages, *extra_args)`` (``worker_main``) in a fresh process.
+    """Run ``target(task, messages, *extra_args)`` (``worker_main``) in a fresh process, or hand
+    ``task`` to the ``warm`` worker when one is given and still takes it.
 
     The process is killed on timeout or when ``cancelled`` is set; ``target`` must be importable
     by name and speak ``worker_main``'s messages. ``on_progress(fraction)`` is called with a
     ``detail`` dict as second argument when the fit gives one (a training by reference).
     """
-    ctx = worker_context()
-    messages = ctx.Queue()
-    process = ctx.Process(target=target, args=(task, messages, *extra_args), daemon=True)
     deadline = time.monotonic() + timeout_s
-    with _main_not_reimported():
-        process.start()
+    worker = None
+    if warm is not None:
+        try:
+            warm.tasks.send(task)
+            worker = warm
+        except (OSError, ValueError):  # it died while waiting: start a fresh one
+            logger.warning("a warm training worker was gone; starting a fresh one")
+            warm.stop()
+    if worker is None:
+        ctx = worker_context()
+        messages = ctx.Queue()
+        process = ctx.Process(target=target, args=(task, messages, *extra_args), daemon=True)
+        with _main_not_reimported():
+            process.start()
+        worker = StartedWorker(process, messages)
     try:
-        while True:
-            if cancelled.is_set():
-                return Outcome("cancelled", message="cancelled by request")
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return Outcome(
-                    "timeout", message=f"training exceeded the time limit of {timeout_s:g} s"
-                )
-            try:
-                message = messages.get(timeout=min(poll_s, remaining))
-            except queue_mod.Empty:
-                if process.is_alive():
-                    continue
-                try:
-                    message = messages.get(timeout=1.0)
-                except queue_mod.Empty:
-                    return Outcome(
-                        "failed", message=f"worker exited unexpectedly (code {process.exitcode})"
-                    )
-            if message.kind == "progress":
-                relay_progress(on_progress, message.payload)
-            elif message.kind == "done":
-                return Outcome("succeeded", result=message.payload)
-            else:
-                return Outcome(message.kind, message=str(message.payload))
+        return follow(worker, deadline, timeout_s, cancelled, on_progress, poll_s)
     finally:
-        _stop(process)
-        messages.close()
-        messages.cancel_join_thread()
+        worker.stop()
+
+
+def follow(
+    worker: StartedWorker,
+    deadline: float,
+    timeout_s: float,
+    cancelled: threading.Event,
+    on_progress: Callable[..., None],
+    poll_s: float,
+) -> Outcome:
+    """Relay the worker's progress until its final message, a cancel or the deadline."""
+    process, messages = worker.process, worker.messages
+    while True:
+        if cancelled.is_set():
+            return Outcome("cancelled", message="cancelled by request")
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return Outcome(
+                "timeout", message=f"training exceeded the time limit of {timeout_s:g} s"
+            )
+        try:
+            message = messages.get(timeout=min(poll_s, remaining))
+        except queue_mod.Empty:
+            if process.is_alive():
+                continue
+            try:
+                message = messages.get(timeout=1.0)
+            except queue_mod.Empty:
+                return Outcome(
+                    "failed", message=f"worker exited unexpectedly (code {process.exitcode})"
+                )
+        if message.kind == "progress":
+            relay_progress(on_progress, message.payload)
+        elif message.kind == "done":
+            return Outcome("succeeded", result=message.payload)
+        else:
+            return Outcome(message.kind, message=str(message.payload))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import time
 
 import numpy as np
 import pytest
@@ -89,10 +90,21 @@ def test_boundary_png_for_each_kind_of_model(client, cancer, iris):
     assert em["model_type"] == "em_svm"
 
 
+def path_when_ready(client, ref: str, timeout_s: float = 300.0):
+    """``GET /models/{ref}/path`` once the path computed after the store is there (409 before)."""
+    deadline = time.monotonic() + timeout_s
+    while (r := client.get(f"/models/{ref}/path")).status_code == 409:
+        assert_409(r, "not ready")
+        assert time.monotonic() < deadline, "the path never came"
+        time.sleep(0.05)
+    return r
+
+
 def test_path_json_shrinks_with_nu_and_hits_the_model(client, cancer):
     X, y = cancer
     rec = train(client, X, y, "em_svm", params={"alpha": 2, "nu": 0.5})
-    r = client.get("/models/em_svm/path")
+    assert "path" not in rec.get("plot_data", {})  # the answer did not wait for it
+    r = path_when_ready(client, "em_svm")
     assert r.status_code == 200, r.text
     path = r.json()
     nu, norm = np.array(path["nu"]), np.array(path["norm"])
