@@ -132,7 +132,8 @@ def proxied_store(s3_proxy: TcpProxy) -> ArtifactStore:
     store = ArtifactStore(
         f"s3://{BUCKET}/{uuid.uuid4().hex}", endpoint_url=s3_proxy.url, timeout_s=1.5
     )
-    assert store.warm_up()  # its client built, as the server builds it at start
+    # its client built, as the server builds it at start (a loaded machine may need two tries)
+    assert store.warm_up() or store.warm_up()
     return store
 
 

@@ -48,14 +48,16 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray, np
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
-    with dask.config.set({"distributed.worker.daemon": False}):  # the fit starts a process
+    # the fit starts a process, so workers are not daemonic: also the one the nanny starts again
+    # after test_a_worker_killed_mid_fit, hence the setting for the cluster's whole life
+    with dask.config.set({"distributed.worker.daemon": False}):
         local = distributed.LocalCluster(
             n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
         )
-    try:
-        yield local
-    finally:
-        local.close()
+        try:
+            yield local
+        finally:
+            local.close()
 
 
 @pytest.fixture(scope="module")
