@@ -340,11 +340,15 @@ def projection_quantiles(
                         stats[:, where[below]], stats[:, where[above]], gamma
                     )
 
-    if n_threads == 1:
-        run(segments[0])
-    else:  # the threads are the parallelism: each one's BLAS products run on its own core
-        with single_blas_thread(), ThreadPoolExecutor(n_threads) as pool:
-            list(pool.map(run, segments))
+    # the products are thin ((rows, d + 1) × (d + 1, G)): BLAS's own threads only contend (one
+    # thread of ours with OpenBLAS's two took 10× the CPU on a loaded machine); the threads, if
+    # any, are the parallelism, each one's products on its own core
+    with single_blas_thread():
+        if n_threads == 1:
+            run(segments[0])
+        else:
+            with ThreadPoolExecutor(n_threads) as pool:
+                list(pool.map(run, segments))
     return result
 
 
