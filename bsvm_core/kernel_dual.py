@@ -5,9 +5,10 @@ rows, else to an SMO probe that may hand over to primal-dual active sets (``solv
 else to SMO alone (``solvers.smo``); up to ``DENSE_MAX_ROWS`` rows on a whole kernel matrix
 (``kernel_matrices``), beyond on rows cached as they are needed. Many one-vs-one rbf problems at
 once go to ``solvers.lockstep_smo`` over one kernel matrix of all rows, with the same hand-over to
-active sets, also taken by all problems at once (``solvers.lockstep_active_set``). Fewer problems
-(or other kernels) over a training set within ``DENSE_MAX_ROWS`` are solved one by one, each on its
-rows' block of one kernel matrix of all rows. Large scratch arrays come from ``workspace``.
+active sets, also taken by all problems at once (``solvers.lockstep_active_set``). Other
+one-vs-rest fits within ``DENSE_MAX_ROWS``, and one-vs-one fits within ``SHARED_SUBSET_MAX_ROWS``,
+solve their problems one by one on one kernel matrix of all rows (one-vs-one: each on its rows'
+block). Large scratch arrays come from ``workspace``.
 """
 
 from __future__ import annotations
@@ -71,6 +72,15 @@ SMO reads rows without a cache's bookkeeping. Fit time over row by row, C = 1, 1
 workspace, same session): breast cancer 0.69-0.75, wine 0.74-0.77, moons(400) 0.67-0.83,
 make_classification(300/800/1400, 20, flip_y=0.2) 0.60-1.00; at 2,000 and 3,000 rows 0.64-0.92;
 at 5,000 0.76-1.26 (the 200 MB matrix costs more than easy problems' rows), so not there."""
+
+SHARED_SUBSET_MAX_ROWS = 300
+"""Largest training set whose one-vs-one problems (fewer than ``LOCKSTEP_MIN_PROBLEMS``) take their
+blocks of one kernel matrix of all rows instead of filling their own: a fill's fixed cost
+(~110 µs) dominates small pairs, the gathers and the larger matrix dominate large ones. Fit time
+over problem by problem, C = 1, interleaved in one process (load 6-7.5): wine 0.94-0.96, iris
+0.91, make_classification(n, 20, 4 classes) at 250 rows 0.95, 350 0.99, 450 1.04, 500 1.05, 1,000
+1.17, 2,000 1.96. One-vs-rest problems hold every row, take the matrix itself and always gain:
+0.85-0.87 on wine, 0.89 / 0.82 / 0.77 at 500 / 1,000 / 2,000 rows."""
 
 BATCHED_MIN_ROWS = 8000
 """Binary problems with at least this many rows use the batched working-set solver; smaller ones
@@ -167,11 +177,18 @@ def solve_dual(
         return _solve_small(X, y_pm, C, kernel, kw, diag, common, empty, M)
 
 
-def shared_matrix_applies(n: int, n_problems: int, kernel: Any, cache_mb: float) -> bool:
-    """Whether several problems over subsets of n rows take their dense matrices from one kernel
-    matrix of all rows (:func:`solve_on_shared_matrix`): more than one problem, and the n rows'
-    matrix within :func:`dense_applies`."""
-    return n_problems > 1 and dense_applies(n, kernel, cache_mb)
+def shared_matrix_applies(
+    n: int, n_problems: int, subsets: bool, kernel: Any, cache_mb: float
+) -> bool:
+    """Whether several problems over n rows take their dense matrices from one kernel matrix of
+    all rows (:func:`solve_on_shared_matrix`): more than one problem, the n rows' matrix within
+    :func:`dense_applies`, and, when some problem holds only a subset of the rows (one-vs-one), at
+    most ``SHARED_SUBSET_MAX_ROWS`` rows."""
+    return (
+        n_problems > 1
+        and dense_applies(n, kernel, cache_mb)
+        and (not subsets or n <= SHARED_SUBSET_MAX_ROWS)
+    )
 
 
 def solve_on_shared_matrix(

@@ -305,8 +305,8 @@ class KernelSVM(SVMClassifierBase):
     def _fit_jointly(
         self, X: np.ndarray, problems: list[tuple[np.ndarray, np.ndarray]]
     ) -> list[BinaryKernelModel] | None:
-        """Many problems solved together, or None: one at a time (with ``n_jobs`` set, or a
-        training set too large for one dense kernel matrix). Many one-vs-one rbf problems go in
+        """Many problems solved together, or None: one at a time (with ``n_jobs`` set, or where
+        ``kernel_dual.shared_matrix_applies`` says no). Many one-vs-one rbf problems go in
         lockstep (``kernel_dual.solve_in_lockstep``, not with ``max_iter``); others take their
         matrices from one kernel matrix of all rows (``kernel_dual.solve_on_shared_matrix``)."""
         C = float(self.C)
@@ -320,7 +320,13 @@ class KernelSVM(SVMClassifierBase):
                 solved = solve_in_lockstep(
                     X, problems, C, self._gamma, float(self.tol), float(self.cache_mb)
                 )
-        elif shared_matrix_applies(n, len(problems), self.kernel, self.cache_mb):
+        elif shared_matrix_applies(
+            n,
+            len(problems),
+            not all(mask.all() for mask, _ in problems),
+            self.kernel,
+            self.cache_mb,
+        ):
             self._check_diagonal(X)
             try:
                 with single_blas_thread():  # one limit for all problems (~40 µs each)

@@ -1,6 +1,7 @@
-"""Few problems over one small training set (one-vs-one below the lockstep count, one-vs-rest)
-take their dense matrices from one kernel matrix of all rows: the same solutions as matrices filled
-problem by problem, libsvm's dual objectives, and one fill a fit."""
+"""Few problems over one small training set (one-vs-one below the lockstep count and
+``SHARED_SUBSET_MAX_ROWS``, one-vs-rest within the dense limit) take their dense matrices from one
+kernel matrix of all rows: the same solutions as matrices filled problem by problem, libsvm's dual
+objectives, and one fill a fit."""
 
 from __future__ import annotations
 
@@ -80,3 +81,23 @@ def test_jobs_and_large_sets_solve_one_problem_at_a_time(monkeypatch: pytest.Mon
     KernelSVM(n_jobs=2).fit(X, y)
     KernelSVM(cache_mb=0.1).fit(X, y)  # 178² float64 = 0.24 MB
     KernelSVM(kernel=lambda A, B: A @ B.T).fit(X, y)
+    many = np.tile(X, (2, 1)) + np.random.default_rng(0).normal(0.0, 0.1, (356, X.shape[1]))
+    KernelSVM().fit(many, np.tile(y, 2))  # one-vs-one beyond SHARED_SUBSET_MAX_ROWS
+
+
+def test_one_vs_rest_shares_the_matrix_beyond_the_one_vs_one_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    X, y = _wine()
+    X = np.tile(X, (2, 1)) + np.random.default_rng(0).normal(0.0, 0.1, (356, X.shape[1]))
+    y = np.tile(y, 2)
+    calls = []
+    real = kernel_svm.solve_on_shared_matrix
+    monkeypatch.setattr(
+        kernel_svm, "solve_on_shared_matrix", lambda *a, **k: calls.append(1) or real(*a, **k)
+    )
+    shared = KernelSVM(multiclass="ovr").fit(X, y)
+    assert calls
+    monkeypatch.setattr(kernel_svm, "shared_matrix_applies", lambda *a: False)
+    alone = KernelSVM(multiclass="ovr").fit(X, y)
+    np.testing.assert_allclose(shared.objective_, alone.objective_, rtol=1e-6)
