@@ -305,22 +305,26 @@ class KernelSVM(SVMClassifierBase):
     def _fit_jointly(
         self, X: np.ndarray, problems: list[tuple[np.ndarray, np.ndarray]]
     ) -> list[BinaryKernelModel] | None:
-        """Many problems solved together, or None: one at a time (with ``n_jobs`` set, or where
-        ``kernel_dual.shared_matrix_applies`` says no). Many one-vs-one rbf problems go in
-        lockstep (``kernel_dual.solve_in_lockstep``, not with ``max_iter``); others take their
-        matrices from one kernel matrix of all rows (``kernel_dual.solve_on_shared_matrix``)."""
+        """Many problems solved together, or None: one at a time (joblib's when ``n_jobs`` asks).
+        Many one-vs-one rbf problems go in lockstep (``kernel_dual.solve_in_lockstep``, not with
+        ``max_iter`` or ``n_jobs``); where ``kernel_dual.shared_matrix_applies`` says so, they
+        take their matrices from one kernel matrix of all rows, in this process whatever
+        ``n_jobs`` is (``kernel_dual.solve_on_shared_matrix``: small fits, and the models must not
+        depend on ``n_jobs``)."""
         C = float(self.C)
         n = X.shape[0]
-        if self.n_jobs not in (None, 1) or callable(self.kernel):
+        if callable(self.kernel):
             return None
-        if self.max_iter is None and lockstep_applies(
-            n, len(problems), self.kernel, C, self.cache_mb
+        if (
+            self.max_iter is None
+            and self.n_jobs in (None, 1)
+            and lockstep_applies(n, len(problems), self.kernel, C, self.cache_mb)
         ):
             with single_blas_thread():  # the active sets' small factorisations and products
                 solved = solve_in_lockstep(
                     X, problems, C, self._gamma, float(self.tol), float(self.cache_mb)
                 )
-        elif shared_matrix_applies(
+        elif shared_matrix_applies(  # whatever n_jobs: the models must not depend on it
             n,
             len(problems),
             not all(mask.all() for mask, _ in problems),

@@ -70,7 +70,16 @@ def test_hard_margin_on_inseparable_pairs_raises() -> None:
         KernelSVM(C=float("inf"), kernel="linear").fit(X, y)
 
 
-def test_jobs_and_large_sets_solve_one_problem_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_models_do_not_depend_on_n_jobs() -> None:
+    X, y = _wine()
+    alone = KernelSVM(C=10.0).fit(X, y)
+    for n_jobs in (1, 2):
+        other = KernelSVM(C=10.0, n_jobs=n_jobs).fit(X, y)
+        np.testing.assert_array_equal(other.dual_coef_, alone.dual_coef_)
+        np.testing.assert_array_equal(other.intercept_, alone.intercept_)
+
+
+def test_large_sets_solve_one_problem_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
     X, y = _wine()
     monkeypatch.setattr(
         kernel_dual, "solve_on_shared_matrix", lambda *a, **k: pytest.fail("shared matrix used")
@@ -78,7 +87,6 @@ def test_jobs_and_large_sets_solve_one_problem_at_a_time(monkeypatch: pytest.Mon
     monkeypatch.setattr(
         kernel_svm, "solve_on_shared_matrix", lambda *a, **k: pytest.fail("shared matrix used")
     )
-    KernelSVM(n_jobs=2).fit(X, y)
     KernelSVM(cache_mb=0.1).fit(X, y)  # 178² float64 = 0.24 MB
     KernelSVM(kernel=lambda A, B: A @ B.T).fit(X, y)
     many = np.tile(X, (2, 1)) + np.random.default_rng(0).normal(0.0, 0.1, (356, X.shape[1]))
