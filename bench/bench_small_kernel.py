@@ -36,11 +36,15 @@ from .common import _rss_bytes
 
 
 def _sets() -> Iterator[tuple[str, np.ndarray, np.ndarray]]:
-    """The issue's two sets, then other small ones: 3 classes, 2 features, noisy labels."""
+    """The issue's sets (11 and 27), then other small ones: 3 and 10 classes, 2 features, noisy labels."""
     yield "breast cancer", *load_breast_cancer(return_X_y=True)
     yield "digits (10 classes)", *load_digits(return_X_y=True)
     yield "wine (3 classes)", *load_wine(return_X_y=True)
     yield "moons(400, noise 0.3)", *make_moons(400, noise=0.3, random_state=0)
+    X, y = make_classification(
+        1000, 16, n_informative=8, n_classes=10, n_clusters_per_class=1, flip_y=0.05, random_state=0
+    )
+    yield "make_classification(1000, 16, 10 classes)", X, y
     for n in (300, 800, 1400, 3000):
         X, y = make_classification(n, 20, n_informative=10, flip_y=0.2, random_state=0)
         yield f"make_classification({n}, 20, flip_y=0.2)", X, y

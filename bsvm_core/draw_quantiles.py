@@ -128,33 +128,46 @@ def select_beyond(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Order statistics ``ranks`` of each row of F from its values ≤ t_lo or ≥ t_hi; rows missed.
 
-    The candidates are packed into a narrow matrix whose gaps hold p = nextafter(t_lo, +inf),
-    a value strictly between the thresholds, so the k-th smallest (largest) of a packed row is
-    the row's own whenever at least the needed number of candidates lie at or below t_lo (at or
-    above t_hi); the selected values themselves show whether they do (else the row is missed).
-    ``mask`` is a (2, *F.shape) boolean scratch array.
+    Each tail's candidates are packed into a narrow matrix of their own whose gaps hold a value
+    just inside the threshold, nextafter(t_lo, +inf) or nextafter(t_hi, −inf), so the k-th smallest
+    (largest) of a packed row is the row's own whenever at least the needed number of candidates
+    lie at or below t_lo (at or above t_hi); the selected values themselves show whether they do
+    (else the row is missed). Two packings select over about half the width one would, each tail
+    on its own. ``mask`` is a (2, *F.shape) boolean scratch array.
     """
     n_rows, G = F.shape
     need_lo, need_hi = _tails(ranks, G)  # type: ignore[misc]
-    n_low = sum(r < need_lo for r in ranks)
-    np.less_equal(F, t_lo[:, None], out=mask[0])
-    np.greater_equal(F, t_hi[:, None], out=mask[1])
-    np.logical_or(mask[0], mask[1], out=mask[0])
-    flat = np.flatnonzero(mask[0])
+    low = [r for r in ranks if r < need_lo]
+    high = [r for r in ranks if r >= need_lo]
+    out = np.empty((n_rows, len(ranks)))
+    missed = np.zeros(n_rows, dtype=bool)
+    if low:
+        np.less_equal(F, t_lo[:, None], out=mask[0])
+        packed = _pack(F, mask[0], np.nextafter(t_lo, np.inf), need_lo)
+        out[:, : len(low)] = _partition(packed, low)
+        missed |= ~(out[:, len(low) - 1] <= t_lo)
+    if high:
+        np.greater_equal(F, t_hi[:, None], out=mask[1])
+        packed = _pack(F, mask[1], np.nextafter(t_hi, -np.inf), need_hi)
+        width = packed.shape[1]
+        out[:, len(low) :] = _partition(packed, [width - G + r for r in high])
+        missed |= ~(out[:, len(low)] >= t_hi)
+    return out, missed
+
+
+def _pack(F: np.ndarray, mask: np.ndarray, gap: np.ndarray, need: int) -> np.ndarray:
+    """The values of F where ``mask`` holds, each row's packed to the left of a row at least
+    ``need`` wide and filled with the row's ``gap`` value."""
+    n_rows, G = F.shape
+    flat = np.flatnonzero(mask)
     starts = np.searchsorted(flat, np.arange(n_rows + 1) * G)
     per_row = np.diff(starts)
-    width = max(int(per_row.max(initial=0)), need_lo + need_hi)
+    width = max(int(per_row.max(initial=0)), need)
     packed = np.empty((n_rows, width))
-    packed[:] = np.nextafter(t_lo, np.inf)[:, None]  # < t_hi wherever a row has a gap
+    packed[:] = gap[:, None]
     dest = np.repeat(np.arange(n_rows) * width - starts[:-1], per_row) + np.arange(flat.size)
     packed.ravel()[dest] = F.ravel()[flat]
-    out = _partition(packed, [r if r < need_lo else width - G + r for r in ranks])
-    missed = np.zeros(n_rows, dtype=bool)
-    if n_low:
-        missed |= ~(out[:, n_low - 1] <= t_lo)
-    if n_low < len(ranks):
-        missed |= ~(out[:, n_low] >= t_hi)
-    return out, missed
+    return packed
 
 
 def subsample_thresholds(
@@ -340,11 +353,15 @@ def projection_quantiles(
                         stats[:, where[below]], stats[:, where[above]], gamma
                     )
 
-    if n_threads == 1:
-        run(segments[0])
-    else:  # the threads are the parallelism: each one's BLAS products run on its own core
-        with single_blas_thread(), ThreadPoolExecutor(n_threads) as pool:
-            list(pool.map(run, segments))
+    # the products are thin ((rows, d + 1) × (d + 1, G)): BLAS's own threads only contend (one
+    # thread of ours with OpenBLAS's two took 10× the CPU on a loaded machine); the threads, if
+    # any, are the parallelism, each one's products on its own core
+    with single_blas_thread():
+        if n_threads == 1:
+            run(segments[0])
+        else:
+            with ThreadPoolExecutor(n_threads) as pool:
+                list(pool.map(run, segments))
     return result
 
 

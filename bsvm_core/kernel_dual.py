@@ -5,8 +5,10 @@ rows, else to an SMO probe that may hand over to primal-dual active sets (``solv
 else to SMO alone (``solvers.smo``); up to ``DENSE_MAX_ROWS`` rows on a whole kernel matrix
 (``kernel_matrices``), beyond on rows cached as they are needed. Many one-vs-one rbf problems at
 once go to ``solvers.lockstep_smo`` over one kernel matrix of all rows, with the same hand-over to
-active sets, also taken by all problems at once (``solvers.lockstep_active_set``).
-Large scratch arrays come from ``workspace``.
+active sets, also taken by all problems at once (``solvers.lockstep_active_set``). Other
+one-vs-rest fits within ``DENSE_MAX_ROWS``, and one-vs-one fits within ``SHARED_SUBSET_MAX_ROWS``,
+solve their problems one by one on one kernel matrix of all rows (one-vs-one: each on its rows'
+block). Large scratch arrays come from ``workspace``.
 """
 
 from __future__ import annotations
@@ -70,6 +72,15 @@ SMO reads rows without a cache's bookkeeping. Fit time over row by row, C = 1, 1
 workspace, same session): breast cancer 0.69-0.75, wine 0.74-0.77, moons(400) 0.67-0.83,
 make_classification(300/800/1400, 20, flip_y=0.2) 0.60-1.00; at 2,000 and 3,000 rows 0.64-0.92;
 at 5,000 0.76-1.26 (the 200 MB matrix costs more than easy problems' rows), so not there."""
+
+SHARED_SUBSET_MAX_ROWS = 300
+"""Largest training set whose one-vs-one problems (fewer than ``LOCKSTEP_MIN_PROBLEMS``) take their
+blocks of one kernel matrix of all rows instead of filling their own: a fill's fixed cost
+(~110 µs) dominates small pairs, the gathers and the larger matrix dominate large ones. Fit time
+over problem by problem, C = 1, interleaved in one process (load 6-7.5): wine 0.94-0.96, iris
+0.91, make_classification(n, 20, 4 classes) at 250 rows 0.95, 350 0.99, 450 1.04, 500 1.05, 1,000
+1.17, 2,000 1.96. One-vs-rest problems hold every row, take the matrix itself and always gain:
+0.85-0.87 on wine, 0.89 / 0.82 / 0.77 at 500 / 1,000 / 2,000 rows."""
 
 BATCHED_MIN_ROWS = 8000
 """Binary problems with at least this many rows use the batched working-set solver; smaller ones
@@ -151,13 +162,62 @@ def solve_dual(
     an SMO probe, else one-pair SMO. ``kw`` are the kernel's gamma, degree and coef0."""
     diag = kernel_diagonal(X, kernel, **kw)
     common = {"tol": tol, "max_iter": max_iter, "cache_mb": cache_mb}
-    if y_pm.size >= BATCHED_MIN_ROWS:
+    n = y_pm.size
+    if n >= BATCHED_MIN_ROWS:
         rbf64 = kernel == "rbf" and not float32_blocks(X, kernel, kw["gamma"])
         dtype = np.float64 if rbf64 else np.float32
         block = kernel_block_function(X, kernel, **kw, dtype=dtype)
         return batched_smo_solve(block, diag, y_pm, C, dtype=dtype, **common)
     with workspace() as empty:  # the kernel matrix and rows: buffers kept from the last solve
-        return _solve_small(X, y_pm, C, kernel, kw, diag, common, empty)
+        M = (
+            dense_kernel_matrix(X, kernel, kw, empty)
+            if dense_applies(n, kernel, cache_mb)
+            else None
+        )
+        return _solve_small(X, y_pm, C, kernel, kw, diag, common, empty, M)
+
+
+def shared_matrix_applies(
+    n: int, n_problems: int, subsets: bool, kernel: Any, cache_mb: float
+) -> bool:
+    """Whether several problems over n rows take their dense matrices from one kernel matrix of
+    all rows (:func:`solve_on_shared_matrix`): more than one problem, the n rows' matrix within
+    :func:`dense_applies`, and, when some problem holds only a subset of the rows (one-vs-one), at
+    most ``SHARED_SUBSET_MAX_ROWS`` rows."""
+    return (
+        n_problems > 1
+        and dense_applies(n, kernel, cache_mb)
+        and (not subsets or n <= SHARED_SUBSET_MAX_ROWS)
+    )
+
+
+def solve_on_shared_matrix(
+    X: np.ndarray,
+    problems: list[tuple[np.ndarray, np.ndarray]],
+    C: float,
+    kernel: Any,
+    kw: dict[str, Any],
+    tol: float,
+    max_iter: int | None,
+    cache_mb: float,
+) -> list[SMOResult]:
+    """Every (row mask, ±1 targets) problem's dual as :func:`solve_dual` would solve it on a dense
+    matrix, each matrix taken (two ``take``: 15 µs on wine's pairs) from one kernel matrix of all
+    rows instead of filled anew (110 µs a pair, mostly fixed cost)."""
+    results = []
+    common = {"tol": tol, "max_iter": max_iter, "cache_mb": cache_mb}
+    with workspace() as outer:
+        M_all = dense_kernel_matrix(X, kernel, kw, outer)
+        for mask, y_pm in problems:
+            with workspace() as empty:  # a problem's buffers go back for the next one
+                rows = None if mask.all() else np.flatnonzero(mask)
+                Xp, M = X, M_all
+                if rows is not None:
+                    Xp, picked, M = X[rows], empty((rows.size, X.shape[0])), empty((rows.size,) * 2)
+                    np.take(np.take(M_all, rows, axis=0, out=picked), rows, axis=1, out=M)
+                diag = kernel_diagonal(Xp, kernel, **kw)
+                results.append(_solve_small(Xp, y_pm, C, kernel, kw, diag, common, empty, M))
+    return results
 
 
 def _solve_small(
@@ -169,16 +229,17 @@ def _solve_small(
     diag: np.ndarray,
     common: dict[str, Any],
     empty: Empty,
+    M: np.ndarray | None,
 ) -> SMOResult:
-    """:func:`solve_dual` below ``BATCHED_MIN_ROWS``: a dense kernel matrix or a row cache, SMO,
-    and the active sets after a probe."""
+    """:func:`solve_dual` below ``BATCHED_MIN_ROWS``: on the dense kernel matrix M
+    (:func:`.kernel_matrices.dense_kernel_matrix`: D = 1 − K for rbf) or a row cache (M None),
+    SMO, and the active sets after a probe."""
     tol, max_iter, cache_mb = common["tol"], common["max_iter"], common["cache_mb"]
     n = y_pm.size
     cache: KernelRowCache | DenseKernelRows
     block: Callable[..., None] | None = None
-    if dense_applies(n, kernel, cache_mb):
+    if M is not None:
         rbf = kernel == "rbf"  # the matrix holds D = 1 − K
-        M = dense_kernel_matrix(X, kernel, kw, empty)
         cache, block, dtype = DenseKernelRows(M, distances=rbf), matrix_block(M, rbf), np.float64
     else:
         cache = KernelRowCache(kernel_row_function(X, kernel, **kw), n, cache_mb, empty)

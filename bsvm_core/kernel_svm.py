@@ -15,7 +15,13 @@ from ._blas import single_blas_thread
 from ._svm_base import SVMClassifierBase
 from ._validation import FLOAT_MAX, check_fitted, check_predict_data
 from .exceptions import BsvmValueError, ConvergenceWarning, DataRangeError, NotSeparableError
-from .kernel_dual import lockstep_applies, solve_dual, solve_in_lockstep
+from .kernel_dual import (
+    lockstep_applies,
+    shared_matrix_applies,
+    solve_dual,
+    solve_in_lockstep,
+    solve_on_shared_matrix,
+)
 from .kernels import (
     KERNELS,
     kernel_diagonal,
@@ -39,6 +45,11 @@ FLOAT32_MIN_ENTRIES = 4096
 """rbf ``predict`` screens with float32 exponentials (``rbf_scoring``) from this many kernel
 entries (rows × support vectors): below it the screen's fixed cost (a few µs) outweighs what the
 float32 exp saves (about 3.5 ns an entry: 5 ns in float64, 1.4 ns in float32 with AVX2)."""
+
+_NOT_SEPARABLE = (
+    "The data are not separable by this kernel, so the hard-margin SVM (C=inf) has no "
+    "solution ({err}). Use a finite C, e.g. C=1.0."
+)
 
 PREDICT_BLOCK_MB = 64.0
 """Memory budget of one block of K(X, support vectors) at predict time."""
@@ -227,12 +238,7 @@ class KernelSVM(SVMClassifierBase):
     # -- fitting ---------------------------------------------------------------------------------
     def _fit_binary(self, X: np.ndarray, y_pm: np.ndarray, seed: int) -> BinaryKernelModel:
         C = float(self.C)
-        diagonal = kernel_diagonal(X, self.kernel, **self._kernel_args())
-        if not np.all(np.isfinite(diagonal)):
-            raise DataRangeError(
-                "The kernel gives non-finite values k(x, x) on the training data; rescale the "
-                "features or change the kernel's parameters."
-            )
+        self._check_diagonal(X)
         try:
             # the kernel blocks are thin ((q, d + 2) × (d + 2, n)): threaded OpenBLAS was slower,
             # 3× at n = 20k on the shared 2-core machine
@@ -248,11 +254,16 @@ class KernelSVM(SVMClassifierBase):
                     float(self.cache_mb),
                 )
         except DualDivergence as err:
-            raise NotSeparableError(
-                "The data are not separable by this kernel, so the hard-margin SVM (C=inf) has no "
-                f"solution ({err}). Use a finite C, e.g. C=1.0."
-            ) from None
+            raise NotSeparableError(_NOT_SEPARABLE.format(err=err)) from None
         return self._binary_model(X, y_pm, res, C)
+
+    def _check_diagonal(self, X: np.ndarray) -> None:
+        """Refuse a kernel whose values k(x, x) on the training rows are not finite."""
+        if not np.all(np.isfinite(kernel_diagonal(X, self.kernel, **self._kernel_args()))):
+            raise DataRangeError(
+                "The kernel gives non-finite values k(x, x) on the training data; rescale the "
+                "features or change the kernel's parameters."
+            )
 
     def _binary_model(
         self,
@@ -294,19 +305,49 @@ class KernelSVM(SVMClassifierBase):
     def _fit_jointly(
         self, X: np.ndarray, problems: list[tuple[np.ndarray, np.ndarray]]
     ) -> list[BinaryKernelModel] | None:
-        """Many one-vs-one rbf problems solved together (``kernel_dual.solve_in_lockstep``), or
-        None: one at a time (also with ``max_iter`` or ``n_jobs`` set)."""
+        """Many problems solved together, or None: one at a time (joblib's when ``n_jobs`` asks).
+        Many one-vs-one rbf problems go in lockstep (``kernel_dual.solve_in_lockstep``, not with
+        ``max_iter`` or ``n_jobs``); where ``kernel_dual.shared_matrix_applies`` says so, they
+        take their matrices from one kernel matrix of all rows, in this process whatever
+        ``n_jobs`` is (``kernel_dual.solve_on_shared_matrix``: small fits, and the models must not
+        depend on ``n_jobs``)."""
         C = float(self.C)
-        if (
-            self.max_iter is not None
-            or self.n_jobs not in (None, 1)
-            or not lockstep_applies(X.shape[0], len(problems), self.kernel, C, self.cache_mb)
-        ):
+        n = X.shape[0]
+        if callable(self.kernel):
             return None
-        with single_blas_thread():  # the active sets' small factorisations and products
-            solved = solve_in_lockstep(
-                X, problems, C, self._gamma, float(self.tol), float(self.cache_mb)
-            )
+        if (
+            self.max_iter is None
+            and self.n_jobs in (None, 1)
+            and lockstep_applies(n, len(problems), self.kernel, C, self.cache_mb)
+        ):
+            with single_blas_thread():  # the active sets' small factorisations and products
+                solved = solve_in_lockstep(
+                    X, problems, C, self._gamma, float(self.tol), float(self.cache_mb)
+                )
+        elif shared_matrix_applies(  # whatever n_jobs: the models must not depend on it
+            n,
+            len(problems),
+            not all(mask.all() for mask, _ in problems),
+            self.kernel,
+            self.cache_mb,
+        ):
+            self._check_diagonal(X)
+            try:
+                with single_blas_thread():  # one limit for all problems (~40 µs each)
+                    solved = solve_on_shared_matrix(
+                        X,
+                        problems,
+                        C,
+                        self.kernel,
+                        self._kernel_args(),
+                        float(self.tol),
+                        self.max_iter,
+                        float(self.cache_mb),
+                    )
+            except DualDivergence as err:
+                raise NotSeparableError(_NOT_SEPARABLE.format(err=err)) from None
+        else:
+            return None
         return [
             self._binary_model(X, y_pm, res, C, rows=np.flatnonzero(mask))
             for (mask, y_pm), res in zip(problems, solved, strict=True)

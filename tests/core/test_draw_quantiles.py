@@ -181,3 +181,26 @@ def test_select_beyond_with_thresholds_on_and_next_to_values(ulps: int, spare: i
     np.testing.assert_array_equal(out[~missed], ordered[~missed][:, ranks])
     assert not np.any(missed & (n_low >= 51) & (n_high >= 51))  # enough beyond: never missed
     assert np.all(missed[5:] == ((n_low < 51) | (n_high < 51))[5:])
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_products_run_on_one_blas_thread_whatever_the_threads(
+    n_threads: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The thin products never use BLAS's own threads, also with one thread of ours."""
+    from threadpoolctl import threadpool_info
+
+    seen: list[list[int]] = []
+    real_matmul = np.matmul
+
+    def spy(*args: object, **kwargs: object) -> np.ndarray:
+        seen.append([lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"])
+        return real_matmul(*args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(draw_quantiles.np, "matmul", spy)
+    rng = np.random.default_rng(0)
+    X, W, b = rng.normal(size=(50, 3)), rng.normal(size=(3, 400)), rng.normal(size=400)
+    got = projection_quantiles(X, W, b, (0.025, 0.975), n_threads=n_threads)
+    monkeypatch.setattr(draw_quantiles.np, "matmul", real_matmul)
+    np.testing.assert_array_equal(got, _reference(X, W, b, (0.025, 0.975)))
+    assert seen and all(threads == [1] * len(threads) for threads in seen)
