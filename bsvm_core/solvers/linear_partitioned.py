@@ -561,8 +561,21 @@ def _cap(s: _Problem, cap: int) -> int:
     return cap if math.isinf(s.C) else np.iinfo(np.int64).max
 
 
+def band_start_mu(s: _Problem) -> float:
+    """The μ every reduced solve of a problem's band starts at: a tenth of its gathering width."""
+    return 0.1 * s.mu
+
+
 def _solve_band(s: _Problem, fit_intercept: bool, tol: float, max_iter: int) -> None:
-    """The reduced problem on the band, exactly, in memory (held rows through ``lin``)."""
+    """The reduced problem on the band, exactly, in memory (held rows through ``lin``).
+
+    Every solve, the first and those after a check pass added rows, starts its continuation at
+    μ/10 of the width the band was gathered at (from the last solution's (w, b)): the
+    continuation then shrinks the band again to the rows near the margin within a stage or two.
+    Starting a later solve at the last solve's final μ (1e-6 and below) instead ran Newton steps
+    on the whole band at that width, each step moving few rows between pieces of h_μ: 50 steps a
+    stage, ~54 s of a 60 s fit of 1M × 20 rows on a band of 47,619 rows.
+    """
     assert s.X_band is not None and s.y_band is not None and s.lin is not None
     if math.isinf(s.C):
         sol = fit_linear_exact(s.X_band, s.y_band, s.C, fit_intercept, tol, max_iter)
@@ -579,7 +592,7 @@ def _solve_band(s: _Problem, fit_intercept: bool, tol: float, max_iter: int) -> 
         max(1, max_iter - s.steps),
         s.w,
         s.b,
-        0.1 * s.mu if s.fit_mu == 0.0 else 0.1 * s.fit_mu,
+        band_start_mu(s),
     )
     s.w, s.b, s.steps = fit.w, fit.b, s.steps + fit.n_iter
     s.fit_alpha, s.fit_converged, s.fit_mu = fit.alpha is not None, fit.converged, fit.mu
