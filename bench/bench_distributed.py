@@ -41,6 +41,7 @@ import multiprocessing
 import os
 import resource
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -584,6 +585,7 @@ def run(args: argparse.Namespace) -> list[Row]:
                     rows.append(
                         batch_row(http, watch, ids["linear_svm"], uri, out_uri, n_rows, source)
                     )
+                progress(rows)
                 if source == "s3":
                     remove_prefix(endpoint, f"{folder.name}/")
                     remove_prefix(endpoint, f"out-{n_rows}/")
@@ -629,6 +631,11 @@ def warm_up(http: httpx.Client, client: Any, folder: Path) -> None:
     }
     seconds, job = run_job(http, "/train", body)
     sys.stderr.write(f"[bench] warm-up training (first job): {seconds:.2f} s, {job['status']}\n")
+
+
+def progress(rows: list[Row]) -> None:
+    """The rows measured so far, on stderr (an interrupted run keeps them)."""
+    sys.stderr.write(markdown(rows) + "\n")
 
 
 def remove_prefix(endpoint: str | None, prefix: str) -> None:
@@ -714,6 +721,7 @@ def main(argv: list[str] | None = None) -> int:
         f"Shards under {Path(args.data_dir).resolve()}; 2 Dask workers × 1 thread; "
         f"load average at start {' '.join(f'{v:.2f}' for v in os.getloadavg())}\n\n"
     )
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the cluster and the server
     sys.stdout.write(report(run(args)))
     return 0
 
