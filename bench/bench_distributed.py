@@ -222,11 +222,21 @@ def local_cluster() -> Iterator[Any]:
         yield cluster, client
 
 
+def children(pid: int) -> list[int]:
+    """The direct children of ``pid``."""
+    out = []
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        with contextlib.suppress(OSError):
+            out.extend(int(child) for child in task.read_text().split())
+    return out
+
+
 class PeakWatch:
-    """Peak RSS (``VmHWM``) of the server, the Dask workers and the workers' descendants.
+    """Peak RSS (``VmHWM``) of the server, the Dask workers and the job's driver.
 
     ``VmHWM`` of the long-lived processes is reset at ``start`` (``clear_refs``); a thread samples
-    the short-lived descendants (the training driver) every 0.1 s until ``stop``.
+    the short-lived fit processes (the driver: a child of a worker's training forkserver) every
+    0.1 s until ``stop``.
     """
 
     def __init__(self, server_pid: int, worker_pids: Sequence[int]) -> None:
@@ -247,9 +257,12 @@ class PeakWatch:
     def _sample(self) -> None:
         while True:
             for worker in self.worker_pids:
-                for pid in process_tree(worker)[1:]:
-                    peak = peak_rss_mb(pid)
-                    self.descendants[pid] = max(self.descendants.get(pid, 0.0), peak)
+                # the worker's children are its training forkserver and resource tracker; the
+                # fits are the forkserver's children
+                for child in children(worker):
+                    for pid in process_tree(child)[1:]:
+                        peak = peak_rss_mb(pid)
+                        self.descendants[pid] = max(self.descendants.get(pid, 0.0), peak)
             if self._done.wait(0.1):
                 return
 
