@@ -432,12 +432,13 @@ def markdown(rows: list[Row]) -> str:
     head = (
         "| rows | source | what | time (s) | per 1M rows (s) | reference (s) | ratio | "
         "server / driver / workers peak RSS (MB) | reference peak RSS (MB) | load | note |"
+        # driver "–": the job starts no fit process (batch scoring runs as one task per file)
     )
     lines = [head, "|" + "---|" * 11]
     for r in rows:
         rss = r.rss
         procs = (
-            f"{_mb(rss.get('server'))} / {_mb(rss.get('driver'))} / "
+            f"{_mb(rss.get('server'))} / {_mb(rss.get('driver') or None)} / "
             + " + ".join(_mb(w) for w in rss.get("workers", []))
             if rss
             else "–"
