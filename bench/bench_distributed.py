@@ -517,7 +517,7 @@ def train_rows(
         row.data.update(result, coef_diff=coef_diff, objective_rel=rel, within_tolerance=ok)
         obj = "–" if rel is None else f"{rel:.1e}"
         row.note += (
-            f"; vs in-memory fit: objective rel diff {obj}, max |Δcoef| {coef_diff:.1e} "
+            f"; vs in-memory fit: objective rel diff {obj}, max abs Δcoef {coef_diff:.1e} "
             f"({'within' if ok else 'OUTSIDE'} rtol {OBJECTIVE_RTOL:g} / atol {COEF_ATOL:g})"
             + extra
         )
