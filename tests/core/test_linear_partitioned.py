@@ -161,3 +161,24 @@ def test_unsupported_settings_raise_clear_errors() -> None:
     bad[7, 2] = np.inf
     with pytest.raises(BsvmValueError, match="NaN or infinity"):
         LinearSVM().fit_partitions(Counted([(bad, y)]))
+
+
+@pytest.mark.usefixtures("partitioned")
+def test_band_solves_after_a_check_pass_start_at_the_band_width(monkeypatch) -> None:
+    """A check pass that adds rows re-solves the band from μ/10 of its gathering width, as the
+    first solve did, not from the last solve's final μ (where Newton on the whole band crawled)."""
+    starts: list[float] = []
+    solve = linear_partitioned.solve_with_fixed_rows
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        starts.append(args[-2])  # (..., start mu, held rows' loss)
+        return solve(*args, **kwargs)
+
+    monkeypatch.setattr(linear_partitioned, "solve_with_fixed_rows", spy)
+    X, y = _data(2, seed=5)  # two check passes add rows
+    parts = _layout(X, y, "seven")
+    ours = LinearSVM(C=1.0).fit_partitions(parts)
+    assert len(starts) >= 2, "no check pass added rows: the test needs other data"
+    assert len(set(starts)) == 1 and starts[0] >= 1e-4
+    ref = LinearSVM(C=1.0).fit(X, y)
+    _assert_same_optimum(ours, ref, X, y)
