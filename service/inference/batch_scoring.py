@@ -237,13 +237,13 @@ def _on_dask(
             client.submit(run_partition, model, task, name, key=f"{name}-{i}", pure=False)
             for i, task in enumerate(tasks)
         ]
+        checked: set[str] = set()
         try:
             while True:
                 done = [f for f in futures if f.done()]
                 on_progress(len(done) / len(futures), scoring_detail(len(done), len(futures)))
-                failed = [f for f in done if f.status == "error"]
-                if failed:
-                    raise failed[0].exception()
+                _raise_first_error([f for f in done if f.key not in checked])
+                checked.update(f.key for f in done)
                 if len(done) == len(futures):
                     break
                 if cancelled.is_set():
@@ -251,9 +251,9 @@ def _on_dask(
                 time.sleep(POLL_S)
             results = client.gather(futures)
         except BaseException:
-            stop.set()  # running partitions stop at their next block
-            client.cancel(futures)
+            stop.set()  # running partitions stop at their next block, the others at once
             _settle(futures)
+            client.cancel(futures)
             raise
         finally:
             stop.clear()
@@ -265,14 +265,32 @@ def _on_dask(
     return rows
 
 
-def _settle(futures: list[Any], timeout_s: float = 30.0) -> None:
-    """Wait until no partition task still runs (so none writes after the staging is removed)."""
-    from distributed import wait
+def _raise_first_error(done: list[Any]) -> None:
+    """Raise the error of the first of the partitions ``done`` that failed (an exception, or an
+    ``ApiError`` returned as data by ``run_partition``), so the job ends without scoring the rest
+    (their results are small: a row count or an error)."""
+    for future in done:
+        if future.status == "error":
+            raise future.exception()
+        if future.status == "finished":
+            result = future.result()
+            if "error" in result:
+                raise _error(result["error"])
 
-    try:
-        wait(futures, timeout=timeout_s)
-    except Exception:
-        logger.warning("batch partitions did not settle within %g s", timeout_s)
+
+def _settle(futures: list[Any], timeout_s: float = 60.0) -> None:
+    """Wait until every partition task has returned, so none writes after the staging folder is
+    removed: a task cancelled while it runs goes on in its worker's thread, where it would stage
+    its file after ``discard`` (on S3 the object is put when the file is closed). With the stop
+    event set, running tasks end at their next block and pending ones as they start.
+
+    (Polled: ``distributed.wait`` needs a default client, and the service's is not one.)"""
+    deadline = time.monotonic() + timeout_s
+    while not all(f.done() for f in futures):
+        if time.monotonic() >= deadline:
+            logger.warning("batch partitions did not settle within %g s", timeout_s)
+            return
+        time.sleep(POLL_S)
 
 
 def _error(data: dict[str, Any]) -> ApiError:

@@ -124,6 +124,7 @@ def score_partition(
     where = f"{task.scheme}://{task.source}"
     columns = list(dict.fromkeys([*task.features, *task.keep]))
     outputs = set(task.outputs)
+    _cancel_check(stop)  # a task started after a cancel writes nothing
     fs.makedirs(posixpath.dirname(task.target), exist_ok=True)
     rows = 0
     with _open_source(fs, task.source, where) as src, fs.open(task.target, "wb") as dst:

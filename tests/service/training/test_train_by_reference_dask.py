@@ -1,5 +1,6 @@
 """Training by reference on a Dask LocalCluster (worker processes): partitions read on the
-workers; a worker killed mid-fit; a cancel that stops the cluster's tasks.
+workers; a worker killed mid-fit (the other one, or the one running the fit); a cancel that
+stops the cluster's tasks.
 
 The memory limits are tested in ``test_reference_memory.py`` (workers smaller than the data set).
 """
@@ -172,3 +173,50 @@ def test_a_cancel_stops_the_cluster_s_tasks(client: TestClient, watcher: Any, da
     assert job["status"] == "cancelled", job
     wait_until(lambda: settled(watcher))  # the fit's process is gone, and its tasks with it
     assert client.get("/models/dask-cancelled").status_code == 404
+
+
+def attempts(client: TestClient, job_id: str) -> int:
+    """How many times the service claimed the job (the lease rule's count)."""
+    from sqlalchemy import select
+
+    from service.repository.jobs import jobs
+
+    job_store = client.app.state.jobs.job_store
+    with job_store.db.read() as conn:
+        return conn.execute(select(jobs.c.attempts).where(jobs.c.job_id == job_id)).scalar_one()
+
+
+def test_the_fit_s_own_worker_killed(client: TestClient, watcher: Any, data: Any) -> None:
+    """SIGKILL to the worker that runs the fit's task: the fit's process exits with its parent
+    (``worker.exit_with_parent``), the scheduler runs the task again on a live worker (Dask's
+    ``allowed-failures``), and the job ends as the in-memory fit; no lease is lost, since the
+    service's process lives. Only the complete model is stored."""
+    root, X, y = data
+    wait_until(lambda: settled(watcher))
+    job_id = start(client, body(root, "em_svm", "dask-fit-killed", params=EM))
+    after_first_iteration(client, job_id)
+    processing = watcher.processing()
+    host, fit_key = next(
+        (w, k) for w, keys in processing.items() for k in keys if str(k).endswith("-fit")
+    )
+    pid = watcher.run(os.getpid, workers=[host])[host]
+    os.kill(pid, signal.SIGKILL)
+    job = wait_for_job(client, job_id, timeout_s=300)
+    assert job["status"] == "succeeded", job
+    story = watcher.run_on_scheduler(lambda dask_scheduler: dask_scheduler.story(fit_key))
+    assert sum(1 for event in story if event[2] == "processing") == 2, story  # run twice
+    assert attempts(client, job_id) == 1  # run again by the cluster, not re-queued by the service
+    versions = client.get("/models/dask-fit-killed/versions").json()
+    assert [v["version"] for v in versions["items"]] == [1], versions
+    record = client.get(f"/models/{job['model_id']}").json()
+    expected = in_memory(record, X, y)
+    rows = X[::200]
+    answer = client.post(
+        "/predict",
+        json={"model": "dask-fit-killed", "X": rows.tolist(), "outputs": ["decision_function"]},
+    )
+    assert answer.status_code == 200, answer.text
+    np.testing.assert_allclose(
+        answer.json()["decision_function"], expected.decision_function(rows), rtol=1e-5, atol=1e-6
+    )
+    wait_until(lambda: settled(watcher))  # the killed fit's process left nothing on the cluster
