@@ -192,6 +192,8 @@ def _tasks(
             level=plan.level,
             classes=tuple(plan.classes),
             budget_bytes=settings.predict_memory_mb * 2**20,
+            target_scheme=plan.output_scheme,
+            target_options=storage_options(plan.output_scheme, settings),
         )
         for i, path in enumerate(plan.files)
     ]

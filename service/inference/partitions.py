@@ -32,7 +32,7 @@ class PartitionTask:
     scheme: str
     options: dict[str, Any]
     source: str
-    """The input file's fsspec path."""
+    """The input file's fsspec path (on the ``scheme`` filesystem)."""
     source_format: str
     target: str
     """The staged output file's fsspec path."""
@@ -44,6 +44,9 @@ class PartitionTask:
     level: float
     classes: tuple[Any, ...]
     budget_bytes: float
+    target_scheme: str
+    """The output's filesystem (``file``, ``s3``): inputs and outputs may live on different ones."""
+    target_options: dict[str, Any]
     batch_rows: int = BATCH_ROWS
 
 
@@ -121,13 +124,14 @@ def score_partition(
     ``stop`` is asked between blocks; once it says so, ``TrainingCancelled`` is raised.
     """
     fs = open_filesystem(task.scheme, task.options)
+    out_fs = open_filesystem(task.target_scheme, task.target_options)
     where = f"{task.scheme}://{task.source}"
     columns = list(dict.fromkeys([*task.features, *task.keep]))
     outputs = set(task.outputs)
     _cancel_check(stop)  # a task started after a cancel writes nothing
-    fs.makedirs(posixpath.dirname(task.target), exist_ok=True)
+    out_fs.makedirs(posixpath.dirname(task.target), exist_ok=True)
     rows = 0
-    with _open_source(fs, task.source, where) as src, fs.open(task.target, "wb") as dst:
+    with _open_source(fs, task.source, where) as src, out_fs.open(task.target, "wb") as dst:
         writer = BatchFileWriter(dst, task.target_format)
         schema_of_keep: pa.Schema | None = None
         for batch in read_batches(src, task.source_format, columns, task.features, task.batch_rows):

@@ -191,6 +191,48 @@ def test_s3_parquet(client: TestClient, s3_endpoint: str, iris: Any, tmp_path: P
     _check_answer(client, "iris-lda", X, ids, body["outputs"], tables)
 
 
+def test_input_and_output_on_different_filesystems(
+    client: TestClient, s3_endpoint: str, data_dir: Path, iris: Any
+) -> None:
+    """Local files scored into the bucket, and the bucket's files into a local folder."""
+    import s3fs
+
+    X, _ = iris
+    fs = s3fs.S3FileSystem(endpoint_url=s3_endpoint, skip_instance_cache=True)
+    ids = _write_parts(data_dir / "mixed-in", X, "parquet", parts=2)
+    for i in range(2):
+        fs.put(
+            str(data_dir / "mixed-in" / f"in-{i}.parquet"),
+            f"{BUCKET}/batch/mixed-in/in-{i}.parquet",
+        )
+    names = ["part-00000.parquet", "part-00001.parquet"]
+    outputs = ["predictions", "probabilities"]
+    to_bucket = {
+        "model": "iris-lda",
+        "input": {"uri": f"file://{data_dir}/mixed-in/", "format": "parquet"},
+        "output": {"uri": f"s3://{BUCKET}/batch/mixed-out/", "format": "parquet"},
+        "outputs": outputs,
+        "keep_columns": ["id"],
+    }
+    job = _submit(client, to_bucket)
+    assert job["status"] == "succeeded", job
+    listed = sorted(p.rsplit("/", 1)[1] for p in fs.find(f"{BUCKET}/batch/mixed-out/"))
+    assert listed == [SUCCESS, *names]
+    tables = [_read(f"{BUCKET}/batch/mixed-out/{n}", "parquet", fs) for n in names]
+    _check_answer(client, "iris-lda", X, ids, outputs, tables)
+
+    out = data_dir / "mixed-out"
+    to_folder = {
+        **to_bucket,
+        "input": {"uri": f"s3://{BUCKET}/batch/mixed-in/", "format": "parquet"},
+        "output": {"uri": f"file://{out}/", "format": "parquet"},
+    }
+    job = _submit(client, to_folder)
+    assert job["status"] == "succeeded", job
+    assert sorted(p.name for p in out.iterdir()) == sorted([*names, SUCCESS])
+    _check_answer(client, "iris-lda", X, ids, outputs, [_read(out / n, "parquet") for n in names])
+
+
 def _body(data_dir: Path, **changes: Any) -> dict:
     body = {
         "model": "iris-lda",
