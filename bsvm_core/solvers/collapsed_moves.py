@@ -1,4 +1,4 @@
-"""Metropolis moves of β along its slow directions with the latent λ and ω integrated out.
+"""Metropolis moves of β (slow lines, Gaussian independence proposals), λ and ω integrated out.
 
 The Gibbs sampler of the Polson-Scott SVM (:mod:`.bayes_gibbs`) alternates β | λ, ω and
 λ, ω | β.  On breast cancer at α = 1 its slowest directions are the overall scale of β (lag-1
@@ -79,7 +79,7 @@ MIN_DRAWS_PER_COEF = 4
 
 
 class CollapsedMoves:
-    """Scale and flat-coefficient Metropolis moves of β, λ and ω integrated out, for C chains.
+    """Scale, flat-coefficient and independence moves of β, λ and ω integrated out, for C chains.
 
     Call :meth:`step` once per sweep; ``adapt`` is the sweep number during burn-in (``adapt_sweeps``
     of them) and −1 afterwards, when nothing about the moves changes any more.
