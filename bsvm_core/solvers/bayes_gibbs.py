@@ -4,8 +4,9 @@ Pseudo-posterior π(β) ∝ exp{−2 Σ max(1 − x̃ᵢ'β, 0) − ν^{-α} Σ�
 (σⱼ = 1), flat prior on unpenalised coefficients.  One sweep:
 
 * α = 1: β | λ, ω, ν (over-relaxed) → Metropolis moves of the scale of β and of each flat
-  coefficient with λ and ω integrated out (:mod:`.collapsed_moves`, which gives the argument that
-  they keep the posterior) → λ | β → (τ = ν^{-α} | β, ω integrated out) → ω | β, ν (the new ν);
+  coefficient, then independence Metropolis-Hastings moves from a Gaussian fitted in burn-in, all
+  with λ and ω integrated out (:mod:`.collapsed_moves`, which gives the argument that they keep
+  the posterior) → λ | β → (τ = ν^{-α} | β, ω integrated out) → ω | β, ν (the new ν);
   λ ⊥ (τ, ω) given β, so λ and ω are one batch of n + k inverse-Gaussian draws after τ;
 * α = 2: the same without ω (prior precision 2/ν²);
 * other α ∈ (0, 2): the uniform (Bayesian-bridge) mixture of §3.4 — β coordinate-wise from
@@ -151,9 +152,9 @@ def _gaussian_chains(
     rngs: Sequence[np.random.Generator],
 ) -> Iterator[tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]]:
     """Sweeps (β, b, ν) of C chains at once, shapes (C, k), (C, k), (C,), for α ∈ {1, 2}:
-    β | λ, ω, ν (§3.1, over-relaxed; module docstring), then (if ``moves``) the scale and
-    flat-coefficient moves with λ, ω integrated out (:mod:`.collapsed_moves`, step sizes tuned
-    over the first ``adapt_sweeps`` sweeps), then τ | β (§3.5), then λ, ω | β, ν.
+    β | λ, ω, ν (§3.1, over-relaxed; module docstring), then (if ``moves``) the scale,
+    flat-coefficient and independence moves with λ, ω integrated out (:mod:`.collapsed_moves`,
+    learnt over the first ``adapt_sweeps`` sweeps), then τ | β (§3.5), then λ, ω | β, ν.
 
     λ and ω are conditionally independent given β (and ν), so each sweep draws them as one batch
     of inverse-Gaussian roots λᵢ^{-1/2}, ωⱼ^{-1/2} (all the β draw needs), from one batch of
@@ -171,10 +172,10 @@ def _gaussian_chains(
     n_ig = n + (int(pen.sum()) if with_omega else 0)
     workspace = None if use_fast else CholeskyWorkspace(Xt)
     mover = CollapsedMoves(Xt, pen, sel, alpha, C, adapt_sweeps) if moves else None
-    n_mv = 0 if mover is None else mover.n_moves
     n_z = n_ig + (0 if use_fast else k)
-    z = np.empty((C, n_z + n_mv))  # per chain: λ/ω normals, β normals, move normals
-    u = np.empty((C, n_ig + n_mv))
+    # per chain: λ/ω normals, β normals, move normals; λ/ω uniforms, move uniforms
+    z = np.empty((C, n_z + (0 if mover is None else mover.n_normals)))
+    u = np.empty((C, n_ig + (0 if mover is None else mover.n_uniforms)))
     inv_mean = np.empty((C, n_ig))
     lam_root = np.ones((C, n))
     precision = np.zeros((C, k))
@@ -329,9 +330,10 @@ def run_gibbs_chains(
         ρ of the over-relaxed β | λ, ω, ν step (α ∈ {1, 2}); 0 is the plain Gibbs draw.  Every ρ
         leaves the posterior unchanged (module docstring); negative ρ mixes faster.
     collapsed_moves : bool, default True
-        For α ∈ {1, 2}, add each sweep a Metropolis move of the scale of β and one of each flat
-        coefficient, with λ and ω integrated out (:mod:`.collapsed_moves`: the argument that the
-        posterior is unchanged); their step sizes are tuned during burn-in only.  False keeps the
+        For α ∈ {1, 2}, add each sweep a Metropolis move of the scale of β, one of each flat
+        coefficient and a few independence Metropolis-Hastings moves, with λ and ω integrated out
+        (:mod:`.collapsed_moves`: the argument that the posterior is unchanged); their step sizes
+        and the independence proposal are learnt during burn-in only.  False keeps the
         plain data-augmentation sweep.
 
     Returns
