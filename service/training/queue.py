@@ -79,6 +79,9 @@ LOCAL_WAIT_S = 1.0
 """Longest wait on the in-process end event of a job this process runs before the row is read
 again (a safety net: the event is set as soon as the job's end is committed)."""
 TRAIN = "train"
+NO_PATH_BY_REFERENCE = (
+    "no nu path for a model trained on data by reference (its rows are not held in memory)"
+)
 
 JobRunner = Callable[[str, bytes, threading.Event, Callable[..., None]], dict[str, Any]]
 """Runs a job of a kind other than ``train``: ``(job_id, task bytes, cancelled, on_progress)``
@@ -490,6 +493,10 @@ class JobQueue:
         try:
             ended = self.job_store.ended_with(job_id)
             if ended is None or ended[0] != "succeeded" or ended[1] is None:
+                return
+            if task.X is None:  # rows by reference: the path would refit on all of them
+                path = {"error": NO_PATH_BY_REFERENCE}
+                self.store.registry.set_plot_data(ended[1], "path", path)
                 return
             outcome = run_in_process(
                 task,
