@@ -1,0 +1,17 @@
+"""Suite-wide collection order: the files with slow tests first.
+
+The test command runs two pytest-xdist workers, each taking one file at a time in collection
+order (``--dist loadfile``). A long file started last leaves the other worker idle until it ends,
+so the files holding ``slow`` tests (servers, containers, browsers, clusters) are handed out first
+and the many short files fill in around them. Within a file the order is unchanged.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Stable reorder: every item of a file that has a ``slow`` item comes before the others."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in slow_files)
