@@ -376,11 +376,16 @@ class JobQueue:
         except Exception:
             logger.exception("job %s could not be concluded", job_id)
         finally:
-            with self._lock:
-                self._running.pop(job_id, None)
-                self._threads.pop(job_id, None)
-            self._job_ended(job_id)
-            self._wake.set()
+            self._forget(job_id)
+
+    def _forget(self, job_id: str) -> None:
+        """This process no longer runs ``job_id``: its slot is free, its waiters and the
+        dispatcher wake."""
+        with self._lock:
+            self._running.pop(job_id, None)
+            self._threads.pop(job_id, None)
+        self._job_ended(job_id)
+        self._wake.set()
 
     def _heartbeat(self) -> None:
         """Renew this process's leases, write progress, pick up cancel flags set anywhere."""
@@ -476,11 +481,7 @@ class JobQueue:
         except Exception:
             logger.exception("job %s could not be concluded", job_id)
         finally:
-            with self._lock:
-                self._running.pop(job_id, None)
-                self._threads.pop(job_id, None)
-            self._job_ended(job_id)
-            self._wake.set()
+            self._forget(job_id)
             if self.metrics is not None:
                 label = outcome.status if outcome.status != "invalid" else "failed"
                 self.metrics.record_training(task.model_type, label, time.monotonic() - started)

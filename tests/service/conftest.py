@@ -145,3 +145,29 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'registry.db'}"
     return fresh_database(request.getfixturevalue("postgres_admin"))
+
+
+@pytest.fixture(scope="module")
+def dask_cluster() -> Iterator[Any]:
+    """Two single-thread Dask worker processes, not daemonic (a fit starts its own process) for
+    the cluster's whole life: a worker the nanny starts again after a kill reads the setting then."""
+    import dask
+    import distributed
+
+    with dask.config.set({"distributed.worker.daemon": False}):
+        local = distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        )
+        try:
+            yield local
+        finally:
+            local.close()
+
+
+@pytest.fixture(scope="module")
+def dask_watcher(dask_cluster: Any) -> Iterator[Any]:
+    """The test's own client of ``dask_cluster`` (it holds no data)."""
+    import distributed
+
+    with distributed.Client(dask_cluster.scheduler_address, set_as_default=False) as client:
+        yield client

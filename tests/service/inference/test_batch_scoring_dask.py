@@ -33,26 +33,15 @@ MCMC = {"alpha": 2.0, "nu": 1.0, "n_draws": 2000, "burn_in": 50, "n_chains": 2, 
 
 
 @pytest.fixture(scope="module")
-def cluster(s3_endpoint: str) -> Iterator[Any]:
-    """Two worker processes (started after the moto server, so they have its credentials)."""
-    import distributed
-
-    local = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    )
-    try:
-        yield local
-    finally:
-        local.close()
+def cluster(s3_endpoint: str, dask_cluster: Any) -> Any:
+    """The shared two-worker cluster, started after the moto server (so its workers have its
+    credentials)."""
+    return dask_cluster
 
 
 @pytest.fixture(scope="module")
-def watcher(cluster: Any) -> Iterator[Any]:
-    """The test's own client of the cluster (it holds no data)."""
-    import distributed
-
-    with distributed.Client(cluster.scheduler_address, set_as_default=False) as client:
-        yield client
+def watcher(dask_watcher: Any) -> Any:
+    return dask_watcher
 
 
 @pytest.fixture(scope="module")

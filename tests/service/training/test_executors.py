@@ -6,7 +6,6 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-import dask
 import distributed
 import numpy as np
 import pytest
@@ -22,17 +21,8 @@ from tests.service.training.test_jobs import process_gone, read_pid
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Any]:
-    """Two single-thread worker processes, not daemonic so a fit can start its own process.
-
-    ``executor`` starts each worker's training forkserver at once, not at its first fit.
-    """
-    with dask.config.set({"distributed.worker.daemon": False}):
-        local = distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-        )
-    yield local
-    local.close()
+def cluster(dask_cluster: Any) -> Any:
+    return dask_cluster
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import dask
-import distributed
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -48,24 +46,13 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray, np
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Any]:
-    # the fit starts a process, so workers are not daemonic: also the one the nanny starts again
-    # after test_a_worker_killed_mid_fit, hence the setting for the cluster's whole life
-    with dask.config.set({"distributed.worker.daemon": False}):
-        local = distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-        )
-        try:
-            yield local
-        finally:
-            local.close()
+def cluster(dask_cluster: Any) -> Any:
+    return dask_cluster
 
 
 @pytest.fixture(scope="module")
-def watcher(cluster: Any) -> Iterator[Any]:
-    """The test's own client of the cluster (it holds no data)."""
-    with distributed.Client(cluster.scheduler_address, set_as_default=False) as client:
-        yield client
+def watcher(dask_watcher: Any) -> Any:
+    return dask_watcher
 
 
 @pytest.fixture(scope="module")
