@@ -30,7 +30,7 @@ pytestmark = pytest.mark.slow
 N_ROWS, N_FEATURES, N_FILES = 40_000, 10, 8
 EM = {"tol": 1e-12, "max_iter": 400}
 """An EM fit of many passes (one per iteration), so that it is still running when the test acts
-after its first iteration."""
+(``fit_running``)."""
 
 
 @pytest.fixture(scope="module")
@@ -79,15 +79,23 @@ def start(client: TestClient, payload: dict[str, Any]) -> str:
     return answer.json()["job_id"]
 
 
-def after_first_iteration(client: TestClient, job_id: str) -> dict[str, Any]:
-    """The job's view once its fit completed an iteration (a pass of the fitting stage)."""
-    while True:
+def fit_running(watcher: Any, client: TestClient, job_id: str) -> tuple[str, str]:
+    """(worker, key) of the job's fit task once it runs with its partitions loaded on the cluster.
+
+    Read from the scheduler every 10 ms, not from the job's view (its progress is written with
+    the lease, up to a renewal late): on a quiet machine the whole fit takes well under a second.
+    """
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        processing = watcher.processing()
+        fits = [(w, k) for w, keys in processing.items() for k in keys if str(k).endswith("-fit")]
+        held = watcher.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks))
+        if fits and held > 1:  # the fit, and the partitions it reads
+            return fits[0]
         job = client.get(f"/jobs/{job_id}").json()
-        assert job["status"] == "running", job
-        detail = job["progress_detail"] or {}
-        if detail.get("stage") == "fitting" and (detail.get("iterations") or 0) >= 1:
-            return job
-        time.sleep(0.05)
+        assert job["status"] in ("queued", "running"), job
+        time.sleep(0.01)
+    raise AssertionError("the fit task never ran with its partitions loaded")
 
 
 def settled(watcher: Any) -> bool:
@@ -127,9 +135,7 @@ def test_a_worker_killed_mid_fit(client: TestClient, watcher: Any, data: Any) ->
     elsewhere (the nanny starts a new worker) and the fit ends as the in-memory one."""
     root, X, y = data
     job_id = start(client, body(root, "em_svm", "dask-killed", params=EM))
-    after_first_iteration(client, job_id)
-    processing = watcher.processing()
-    host = next(w for w, keys in processing.items() if any(str(k).endswith("-fit") for k in keys))
+    host, _ = fit_running(watcher, client, job_id)
     victim = next(w for w in watcher.scheduler_info()["workers"] if w != host)
     pid = watcher.run(os.getpid, workers=[victim])[victim]
     os.kill(pid, signal.SIGKILL)
@@ -152,8 +158,8 @@ def test_a_cancel_stops_the_cluster_s_tasks(client: TestClient, watcher: Any, da
     root, _, _ = data
     wait_until(lambda: settled(watcher))
     job_id = start(client, body(root, "em_svm", "dask-cancelled", params=EM))
-    after_first_iteration(client, job_id)
-    assert not settled(watcher)  # the fit's partitions are on the workers
+    fit_running(watcher, client, job_id)
+    assert not settled(watcher)  # the fit and its partitions are on the workers
     cancelled = client.delete(f"/jobs/{job_id}")
     assert cancelled.status_code == 200
     job = wait_for_job(client, job_id)
@@ -181,11 +187,7 @@ def test_the_fit_s_own_worker_killed(client: TestClient, watcher: Any, data: Any
     root, X, y = data
     wait_until(lambda: settled(watcher))
     job_id = start(client, body(root, "em_svm", "dask-fit-killed", params=EM))
-    after_first_iteration(client, job_id)
-    processing = watcher.processing()
-    host, fit_key = next(
-        (w, k) for w, keys in processing.items() for k in keys if str(k).endswith("-fit")
-    )
+    host, fit_key = fit_running(watcher, client, job_id)
     pid = watcher.run(os.getpid, workers=[host])[host]
     os.kill(pid, signal.SIGKILL)
     job = wait_for_job(client, job_id, timeout_s=300)
