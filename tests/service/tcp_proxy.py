@@ -101,6 +101,9 @@ class TcpProxy:
 
     def _serve(self, client: socket.socket) -> None:
         self._track(client)
+        if self.mode == "refuse":  # switched between the accept and the tracking just above
+            _reset(client)
+            return
         if self.mode == "hang":
             self._swallow(client)
             return
@@ -111,6 +114,10 @@ class TcpProxy:
             return
         upstream.settimeout(None)
         self._track(upstream)
+        if self.mode == "refuse":
+            _reset(client)
+            _reset(upstream)
+            return
         threading.Thread(target=self._pump, args=(upstream, client), daemon=True).start()
         self._pump(client, upstream)
 
