@@ -43,6 +43,7 @@ MODEL_TYPE = "kernel_svm"
 PARAMS = {"C": 1.0, "kernel": "rbf", "gamma": "scale"}
 BARE_PATH = "/bare"
 READ_PATH = "/read"
+FLOOR_PATH = "/floor"
 TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 
 Scope = MutableMapping[str, Any]
@@ -78,12 +79,24 @@ async def read_only(scope: Scope, receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": b"[]"})
 
 
+class ReadyAnswer:
+    """An ASGI endpoint that reads the body and answers ``[0]``: no decoding, no model."""
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        await read_only(scope, receive, send)
+
+
 def create_bench_app() -> ASGI:
-    """The service's app, with ``POST /bare`` served by ``bare_app`` and ``POST /read`` by
-    ``read_only`` (bench only)."""
+    """The service's app, with ``POST /bare`` served by ``bare_app``, ``POST /read`` by
+    ``read_only``, and ``POST /floor`` by a route of the service's own router answering ready
+    bytes: the floor of any predict entered from routing (request-id, key, body cap and timer,
+    metrics, access log middleware; FastAPI's error middleware; the router's match), bench only."""
+    from starlette.routing import Route
+
     from service.api.app import create_app
 
     real, bare = create_app(), bare_app()
+    real.router.routes.insert(0, Route(FLOOR_PATH, ReadyAnswer(), methods=["POST"]))
 
     async def app(scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] == "http" and scope["path"] == BARE_PATH:
@@ -232,6 +245,7 @@ def measure(url: str, pid: int, n: int, rounds: int) -> dict[str, dict[str, floa
             "bare, 100 rows": ("/bare", {"model": model_id, "X": X[:100].tolist()}),
             "predict, 100 rows": ("/predict", {"model": model_id, "X": X[:100].tolist()}),
             "read body only, 1 row": (READ_PATH, {"model": model_id, "X": X[:1].tolist()}),
+            "service floor, 1 row": (FLOOR_PATH, {"model": model_id, "X": X[:1].tolist()}),
             "read body only, 100 rows": (READ_PATH, {"model": model_id, "X": X[:100].tolist()}),
         }
         raws = {kind: client.request("POST", path, body) for kind, (path, body) in kinds.items()}
@@ -301,6 +315,13 @@ def report(results: dict[str, dict[str, Any]], rss_mb: float, n: int, rounds: in
             f"predict 100 rows / predict 1 row = {hundred / one:.2f} (target <= 2); "
             f"binary tensors: 100 rows / 1 row = {binary_hundred / binary_one:.2f}, "
             f"100 rows / JSON predict 1 row = {binary_hundred / one:.2f}"
+        )
+        floor = results["service floor, 1 row"][key]
+        lines.append(
+            f"{stat}: service floor / bare 1 row = {floor / bare:.2f} (the service's middleware "
+            f"and router answering ready bytes); predict 1 row <= 0.9 x bare leaves "
+            f"{(0.9 * bare - floor) * 1000:.0f} us above the floor for decoding, the model's "
+            f"scoring and encoding (predict uses {(one - floor) * 1000:.0f} us)"
         )
     lines.append(f"server peak RSS (VmHWM): {rss_mb:.0f} MiB")
     return "\n".join(lines)

@@ -39,9 +39,9 @@ def as_matrix(rows: Sequence[Sequence[float]], settings: Settings, field: str = 
             "too many features",
             [detail(field, f"{M.shape[1]} features; the limit is {settings.max_features}")],
         )
-    bad = ~np.isfinite(M)
-    if bad.any():
-        i, j = (int(v) for v in np.argwhere(bad)[0])
+    finite = np.isfinite(M)
+    if not finite.all():
+        i, j = (int(v) for v in np.argwhere(~finite)[0])
         raise InvalidInput(
             "values must be finite numbers",
             [detail(f"{field}[{i}][{j}]", f"is {M[i, j]}; NaN and infinity are not allowed")],

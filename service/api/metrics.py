@@ -21,8 +21,6 @@ the database was unreachable (``BSVM_STALE_IF_ERROR_S``).
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Response
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -35,6 +33,7 @@ from prometheus_client import (
 )
 
 from service.api.openapi import error_responses
+from service.api.request_tally import RequestTally
 from service.repository.store import ModelStore
 
 REQUEST_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
@@ -48,17 +47,8 @@ class Metrics:
     def __init__(self) -> None:
         disable_created_metrics()  # the *_created series only double the scrape
         self.registry = CollectorRegistry()
-        labels = ("method", "route", "status")
-        self.requests = Counter(
-            "bsvm_http_requests", "HTTP requests served.", labels, registry=self.registry
-        )
-        self.latency = Histogram(
-            "bsvm_http_request_duration_seconds",
-            "Time from request to response.",
-            labels,
-            buckets=REQUEST_BUCKETS,
-            registry=self.registry,
-        )
+        self.tally = RequestTally(REQUEST_BUCKETS)  # the request counter and latency histogram
+        self.registry.register(self.tally)
         self.trainings = Counter(
             "bsvm_trainings",
             "Trainings finished, by model type and outcome.",
@@ -92,19 +82,11 @@ class Metrics:
             ("route",),
             registry=self.registry,
         )
-        self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
         self.router = self._make_router()
 
     def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
         """Count one request and its latency."""
-        key = (method, route, status)
-        children = self._children.get(key)
-        if children is None:  # labels() takes a lock and builds a tuple on every call
-            labels = (method, route, str(status))
-            children = self.requests.labels(*labels), self.latency.labels(*labels)
-            self._children[key] = children
-        children[0].inc()
-        children[1].observe(seconds)
+        self.tally.observe(method, route, status, seconds)
 
     def observe_outage(self, backend: str, route: str) -> None:
         """Count one request answered 503 because ``backend`` was unavailable."""

@@ -12,7 +12,6 @@ down names it (``"backend": "database"``), and both are counted in the metrics.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import re
@@ -22,9 +21,10 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.api.auth import API_KEY_HEADER, check_api_key
+from service.api.body_read import StallWatch, read_capped_body, replay, too_large
 from service.api.envelope import REQUEST_ID_HEADER, api_error_response, internal_error
 from service.api.metrics import Metrics
-from service.errors import ApiError, BackendUnavailable, PayloadTooLarge, RequestTimeout, detail
+from service.errors import ApiError, BackendUnavailable
 from service.logs import bind_request_fields, log_direct, unbind_request_fields
 from service.settings import Settings
 
@@ -84,94 +84,6 @@ def route_template(scope: Scope) -> str:
     return UNMATCHED_ROUTE
 
 
-def too_large(limit: int) -> PayloadTooLarge:
-    """The 413 error for a body over ``limit`` bytes."""
-    mib = limit / (1024 * 1024)
-    return PayloadTooLarge(
-        f"request body is larger than the {mib:g} MiB limit (BSVM_MAX_BODY_MB)",
-        [detail("body", f"must be at most {limit} bytes")],
-    )
-
-
-def body_timed_out(timeout_s: float) -> RequestTimeout:
-    """The 408 error for a body that sent nothing for ``timeout_s`` seconds."""
-    return RequestTimeout(
-        f"the request body stopped arriving for {timeout_s:g} s (BSVM_BODY_TIMEOUT_S)",
-        [detail("body", "shorter than its Content-Length, or sent too slowly")],
-        headers={"Connection": "close"},
-    )
-
-
-class ChunkTimer:
-    """Cuts one wait for a body chunk after ``timeout_s``: ``asyncio.timeout``'s job, one timer.
-
-    ``asyncio.timeout`` builds a context object and reschedules on every chunk (~6 µs, as much as
-    the rest of reading a small body); this arms one ``call_later`` per wait and cancels the task
-    when it fires, telling that cancellation apart from any other as ``asyncio.timeout`` does.
-    """
-
-    def __init__(self, timeout_s: float) -> None:
-        self.timeout_s = timeout_s
-        self.loop = asyncio.get_running_loop()
-        self.task = asyncio.current_task()
-        self.cancelling = self.task.cancelling() if self.task is not None else 0
-        self.fired = False
-
-    def _expire(self) -> None:
-        self.fired = True
-        if self.task is not None:
-            self.task.cancel()
-
-    async def next(self, receive: Receive) -> Message:
-        """``await receive()``, or ``RequestTimeout`` when it takes ``timeout_s``."""
-        handle = self.loop.call_later(self.timeout_s, self._expire)
-        try:
-            return await receive()
-        except asyncio.CancelledError:
-            if self.fired and self.task is not None and self.task.uncancel() <= self.cancelling:
-                raise body_timed_out(self.timeout_s) from None
-            raise
-        finally:
-            handle.cancel()
-
-
-async def read_capped_body(receive: Receive, limit: int, timeout_s: float) -> bytes:
-    """Read the whole body, counting bytes as they arrive; ``PayloadTooLarge`` past ``limit``.
-
-    Each wait for the next chunk is cut after ``timeout_s`` (``RequestTimeout``), so a body shorter
-    than its ``Content-Length`` or a stalled upload cannot hold the request open for ever.
-    """
-    timer = ChunkTimer(timeout_s)
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await timer.next(receive)
-        if message["type"] == "http.disconnect":
-            break
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise too_large(limit)
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
-
-
-def replay(body: bytes, receive: Receive) -> Receive:
-    """A ``receive`` that hands out ``body`` once, then defers to the real one (disconnects)."""
-    sent = False
-
-    async def receive_again() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return receive_again
-
-
 class RequestContextMiddleware:
     """Request id, API key, body cap, the 500 envelope, access log and request metrics."""
 
@@ -180,6 +92,7 @@ class RequestContextMiddleware:
         self.settings = settings
         self.metrics = metrics
         self.max_body = int(settings.max_body_mb * 1024 * 1024)
+        self.stall_watch = StallWatch(settings.body_timeout_s)
 
     def _check_declared_length(self, headers: dict[bytes, str]) -> None:
         """413 at once when ``Content-Length`` already says the body is too large.
@@ -218,7 +131,7 @@ class RequestContextMiddleware:
         try:
             check_api_key(self.settings, scope["path"], headers.get(API_KEY_HEADER_KEY))
             self._check_declared_length(headers)
-            body = await read_capped_body(receive, self.max_body, self.settings.body_timeout_s)
+            body = await read_capped_body(receive, self.max_body, self.stall_watch)
             await self.app(scope, replay(body, receive), send_with_id)
         except ApiError as exc:
             if isinstance(exc, BackendUnavailable):

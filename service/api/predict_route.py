@@ -41,8 +41,8 @@ from service.api.deps import store_of
 from service.api.known_query import check_query
 from service.errors import ApiError, InvalidInput, detail
 from service.inference import predict as prediction
-from service.inference.limits import row_bytes
 from service.inference.query import PredictQuery, rows_shape
+from service.inference.servable import Servable
 from service.repository.store import ModelStore
 from service.schemas.v2 import InferenceRequest
 from service.wire import csv_bodies, mlflow, ours, sniff, v2, v2_binary
@@ -67,12 +67,11 @@ ACCEPTED = (JSON_MEDIA_TYPE, CSV_MEDIA_TYPE)
 """Media types of ``/predict`` bodies named in its 415 (binary tensor data has its header)."""
 
 
-def _in_memory(store: ModelStore, ref: str, n_rows: int, n_features: int) -> bool:
-    """True when scoring ``n_rows`` rows with ``ref`` needs no I/O and little memory."""
-    estimator = store.estimator_in_memory(ref)
-    if estimator is None:
-        return False
-    return n_rows * row_bytes(estimator, n_features) <= INLINE_BYTES
+def _in_memory(store: ModelStore, ref: str, n_rows: int) -> bool:
+    """True when scoring ``n_rows`` rows with ``ref`` needs no I/O and little memory (its model
+    was readied for scoring by an earlier predict)."""
+    ready = store.prepared_in_memory(ref)
+    return isinstance(ready, Servable) and n_rows * ready.per_row <= INLINE_BYTES
 
 
 async def on_loop_when_cheap(
@@ -80,12 +79,12 @@ async def on_loop_when_cheap(
 ) -> T:
     """``run()`` on the event loop when the model of ``ref`` is in memory and rows of ``shape``
     need little working memory; else in the thread pool."""
-    if not _in_memory(store, ref, *shape):
+    if not _in_memory(store, ref, shape[0]):
         # the reference needs the registry (its cached resolution lapsed): ask it off the loop,
         # holding no predict slot (a query, not a model's memory), then look again
         with contextlib.suppress(ApiError):  # run() raises it again, with its envelope
             await run_in_threadpool(store.resolve, ref, field)
-        if not _in_memory(store, ref, *shape):
+        if not _in_memory(store, ref, shape[0]):
             return await run_in_threadpool(run)
     return run()
 

@@ -14,7 +14,8 @@ from service.errors import Conflict, InvalidInput, detail
 from service.inference.batching import MicroBatcher
 from service.inference.limits import PredictGate, give_back_memory, row_bytes, score_in_blocks
 from service.inference.query import PredictQuery
-from service.inference.scoring import scorer
+from service.inference.scoring import Scorer, scorer
+from service.inference.servable import servable
 from service.inference.signature import outputs_of
 from service.model_types import model_types_with
 from service.plots.trace import CoefficientTrace
@@ -110,11 +111,29 @@ def score_arrays(
     """The outputs ``outputs`` (short names) of ``estimator`` on the checked matrix ``X``, as
     arrays keyed by short name; ``interval`` is a (lower, upper) pair. Rows are scored in blocks
     within ``budget`` bytes. The numpy core of every predict: ``POST /predict`` and batch files."""
-    per_row = row_bytes(estimator, X.shape[1])
-    scores: dict[str, Any] = {
-        spec.short: score_in_blocks(scorer(estimator, spec.method), X, per_row, budget)
+    scorers = {
+        spec.short: scorer(estimator, spec.method)
         for spec in POINT_OUTPUTS
         if spec.short in outputs
+    }
+    per_row = row_bytes(estimator, X.shape[1])
+    return scored_blocks(scorers, estimator, X, outputs, level, budget, per_row)
+
+
+def scored_blocks(
+    scorers: dict[str, Scorer],
+    estimator: Any,
+    X: np.ndarray,
+    outputs: set[str],
+    level: float,
+    budget: float,
+    per_row: int,
+) -> dict[str, Any]:
+    """``score_arrays`` with the estimator's scorers and bytes per row already at hand."""
+    scores: dict[str, Any] = {
+        short: score_in_blocks(fn, X, per_row, budget)
+        for short, fn in scorers.items()
+        if short in outputs
     }
     if "interval" in outputs:
         scores["interval"] = interval_bounds(estimator, X, level, budget)
@@ -162,26 +181,25 @@ def predict(
         X, body.feature_names, record.get("feature_names"), record.get("target")
     )
     check_n_features(X, int(record["n_features"]))
-    estimator = store.load(model_id)
+    ready = servable(store, model_id)
     outputs = {SHORT_NAMES.get(name, name) for name in body.outputs}
-    check_outputs(estimator, record, model_id, outputs)
-    out: dict[str, Any] = {
-        "model_id": model_id,
-        "name": record["name"],
-        "version": record["version"],
-        "classes": record["classes"],
-        "dropped_columns": dropped,
-    }
+    if not outputs <= ready.gives:
+        check_outputs(ready.estimator, record, model_id, outputs)
+    out: dict[str, Any] = {**ready.head, "dropped_columns": dropped}
     budget = settings.predict_memory_mb * 2**20
     points = outputs - {"interval"}
 
     def score(rows: np.ndarray) -> dict[str, np.ndarray]:
-        return score_arrays(estimator, rows, points, body.level, budget)
+        return scored_blocks(
+            ready.scorers, ready.estimator, rows, points, body.level, budget, ready.per_row
+        )
 
     if batcher is not None and X.shape[0] == 1 and "interval" not in outputs:
         scores = batcher.score((model_id, tuple(sorted(outputs))), X, score)
     else:
-        scores = score_arrays(estimator, X, outputs, body.level, budget)
+        scores = scored_blocks(
+            ready.scorers, ready.estimator, X, outputs, body.level, budget, ready.per_row
+        )
     for spec in POINT_OUTPUTS:
         if spec.short in scores:
             out[spec.key] = (_labels if spec.labels else _floats)(scores[spec.short])

@@ -1,7 +1,8 @@
 """A thread-safe LRU of loaded estimators, bounded in bytes.
 
 Each entry's size is its artifact's byte length (known from the record), a good proxy of the
-unpickled size. Artifacts are write-once under their id, so an entry never goes stale; a deleted
+unpickled size. An entry may carry a companion: what a layer above made of the estimator once
+(the scoring layer's ``Servable``), kept and dropped with it. Artifacts are write-once under their id, so an entry never goes stale; a deleted
 model is dropped with :meth:`ModelCache.discard`.
 """
 
@@ -21,6 +22,7 @@ class ModelCache:
         self.max_bytes = int(max_bytes)
         self._lock = threading.Lock()
         self._entries: OrderedDict[str, tuple[Any, int]] = OrderedDict()
+        self._companions: dict[str, Any] = {}
         self._bytes = 0
 
     def get(self, model_id: str) -> Any | None:
@@ -31,6 +33,20 @@ class ModelCache:
                 return None
             self._entries.move_to_end(model_id)
             return entry[0]
+
+    def companion(self, model_id: str, estimator: Any) -> Any | None:
+        """The companion kept with ``model_id``'s entry while it holds ``estimator``, or None."""
+        found = self._companions.get(model_id)
+        if found is None or found[0] is not estimator:
+            return None
+        return found[1]
+
+    def keep_companion(self, model_id: str, estimator: Any, companion: Any) -> None:
+        """Keep ``companion`` with ``model_id``'s entry if it holds ``estimator`` (else nothing)."""
+        with self._lock:
+            entry = self._entries.get(model_id)
+            if entry is not None and entry[0] is estimator:
+                self._companions[model_id] = (estimator, companion)
 
     def put(self, model_id: str, estimator: Any, nbytes: int) -> bool:
         """Keep ``estimator`` as ``nbytes`` large, evicting the oldest; False when it cannot fit."""
@@ -55,11 +71,13 @@ class ModelCache:
         """Forget every entry."""
         with self._lock:
             self._entries.clear()
+            self._companions.clear()
             self._bytes = 0
 
     def _pop(self, model_id: str) -> None:
         """Remove one entry and its bytes; the caller holds the lock."""
         entry = self._entries.pop(model_id, None)
+        self._companions.pop(model_id, None)
         if entry is not None:
             self._bytes -= entry[1]
 

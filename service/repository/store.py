@@ -32,7 +32,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import joblib
 from sqlalchemy import Connection
@@ -47,6 +47,7 @@ from service.repository.registry import ModelRegistry, is_model_id
 from service.repository.signing import BOUND, UNBOUND, Signer, identity, signing_key
 from service.settings import Settings
 
+T = TypeVar("T")
 logger = logging.getLogger("service.repository.store")
 
 
@@ -144,15 +145,17 @@ class ModelStore:
                     self._records.pop(next(iter(self._records)))
         return record
 
-    def estimator_in_memory(self, ref: str) -> Any | None:
-        """The estimator of ``ref`` when its id, record and estimator are all in memory, else None.
+    def prepared_in_memory(self, ref: str) -> Any | None:
+        """What ``prepared`` made of ``ref``'s estimator when its id, record, estimator and that
+        companion are all in memory, else None.
 
         Answers without any I/O, so a caller can tell whether a predict would block.
         """
         model_id = self.registry.resolved(ref)
         if model_id is None or model_id not in self._records:
             return None
-        return self.cache.get(model_id)
+        estimator = self.cache.get(model_id)
+        return None if estimator is None else self.cache.companion(model_id, estimator)
 
     def list_records(self, **filters: Any) -> tuple[list[dict[str, Any]], int]:
         """A page of records, newest first (see ``ModelRegistry.list_records``)."""
@@ -273,6 +276,16 @@ class ModelStore:
     def has_row(self, model_id: str) -> bool:
         """True when the registry holds a row for ``model_id``."""
         return bool(self.registry.existing([model_id]))
+
+    def prepared(self, model_id: str, make: Callable[[str, dict[str, Any], Any], T]) -> T:
+        """``make(model_id, record, estimator)``, made once per loaded estimator and kept with it
+        in the model cache (dropped when the estimator is evicted)."""
+        estimator = self.load(model_id)
+        kept = self.cache.companion(model_id, estimator)
+        if kept is None:
+            kept = make(model_id, self.model_record(model_id), estimator)
+            self.cache.keep_companion(model_id, estimator, kept)
+        return kept
 
     def load(self, model_id: str) -> Any:
         """The fitted estimator of ``model_id``: from the cache, or the store after its check.

@@ -129,3 +129,18 @@ def test_the_cache_stays_under_its_cap_while_models_keep_being_trained_and_loade
         )
         assert float(gauge.split()[1]) <= cap
     assert 0 < store.cached_count < len(trained)  # it evicted, and reloaded what was asked
+
+
+def test_a_companion_lives_and_dies_with_its_entry():
+    cache = ModelCache(max_bytes=10)
+    first, second = object(), object()
+    cache.put("a", first, 6)
+    cache.keep_companion("a", first, "ready a")
+    assert cache.companion("a", first) == "ready a"
+    assert cache.companion("a", second) is None  # never for another estimator
+    cache.keep_companion("b", second, "ready b")  # no entry of b: nothing kept
+    assert cache.companion("b", second) is None
+    cache.put("b", second, 6)  # evicts a, and its companion with it
+    assert cache.companion("a", first) is None
+    cache.put("a", first, 3)  # back in the cache: made again, not found
+    assert cache.companion("a", first) is None

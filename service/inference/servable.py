@@ -1,0 +1,73 @@
+"""A stored model readied for scoring, once per loaded estimator.
+
+Every predict of a model used to work out the same facts again: its answer's head (id, name,
+version, classes), which outputs it gives (``hasattr`` on a pipeline's ``available_if``
+methods), its working bytes per row, and its scoring callables (``inference.scoring``). A
+``Servable`` holds them; ``servable`` makes it on the first predict of a loaded estimator and
+the model cache keeps it with the estimator (``ModelStore.prepared``), so it is dropped when
+the estimator is evicted and can never describe another one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from service.inference.limits import row_bytes
+from service.inference.scoring import Scorer, scorer
+from service.repository.store import ModelStore
+from service.schemas.outputs import OUTPUTS, POINT_OUTPUTS
+
+
+@dataclass(frozen=True, eq=False)
+class Servable:
+    """One model as its predicts need it."""
+
+    model_id: str
+    record: dict[str, Any]
+    estimator: Any
+    head: dict[str, Any]
+    """The answer's first fields: model id, name, version, classes."""
+    gives: frozenset[str]
+    """Short names of the outputs it gives (``label``, ``decision``, ...)."""
+    per_row: int
+    """Working bytes of scoring one row (``limits.row_bytes``)."""
+    scorers: dict[str, Scorer]
+    """Short name of each point output it gives → its scoring callable."""
+    n_features: int
+    feature_names: list[str] | None
+    target: str | None
+
+
+def make_servable(model_id: str, record: dict[str, Any], estimator: Any) -> Servable:
+    """The ``Servable`` of a loaded estimator and its record."""
+    gives = frozenset(
+        spec.short for spec in OUTPUTS if spec.needs is None or hasattr(estimator, spec.needs)
+    )
+    n_features = int(record["n_features"])
+    return Servable(
+        model_id=model_id,
+        record=record,
+        estimator=estimator,
+        head={
+            "model_id": model_id,
+            "name": record["name"],
+            "version": record["version"],
+            "classes": record["classes"],
+        },
+        gives=gives,
+        per_row=row_bytes(estimator, n_features),
+        scorers={
+            spec.short: scorer(estimator, spec.method)
+            for spec in POINT_OUTPUTS
+            if spec.short in gives and spec.method is not None
+        },
+        n_features=n_features,
+        feature_names=record.get("feature_names"),
+        target=record.get("target"),
+    )
+
+
+def servable(store: ModelStore, model_id: str) -> Servable:
+    """The ``Servable`` of ``model_id`` (made once per loaded estimator)."""
+    return store.prepared(model_id, make_servable)
