@@ -37,6 +37,7 @@ from .solvers.kernel_cache import DenseKernelRows, KernelRowCache
 from .solvers.lockstep_active_set import lockstep_active_sets
 from .solvers.lockstep_smo import LockstepResult, lockstep_smo
 from .solvers.smo import SMOResult, default_max_iter, dual_objective, intercept_rule, smo_solve
+from .solvers.smo_distances import smo_solve_distances
 from .workspace import Empty, workspace
 
 ACTIVE_SET_MAX_ROWS = 1500
@@ -81,6 +82,13 @@ over problem by problem, C = 1, interleaved in one process (load 6-7.5): wine 0.
 0.91, make_classification(n, 20, 4 classes) at 250 rows 0.95, 350 0.99, 450 1.04, 500 1.05, 1,000
 1.17, 2,000 1.96. One-vs-rest problems hold every row, take the matrix itself and always gain:
 0.85-0.87 on wine, 0.89 / 0.82 / 0.77 at 500 / 1,000 / 2,000 rows."""
+
+DOUBLED_MAX_ROWS = 1500
+"""rbf problems up to this many rows on a dense matrix (finite C, the n × 2n float64 [D | D]
+within ``cache_mb``) take ``solvers.smo_distances``: a step of fewer numpy calls, whose gradient
+update moves both set-masked gradients by one ``daxpy`` over a row of [D | D]. Its gain is in the
+calls' fixed cost (small problems); the doubled matrix (36 MB at 1,500 rows) costs memory and one
+copy of D."""
 
 BATCHED_MIN_ROWS = 8000
 """Binary problems with at least this many rows use the batched working-set solver; smaller ones
@@ -148,6 +156,18 @@ def dense_applies(n: int, kernel: Any, cache_mb: float) -> bool:
     return not callable(kernel) and n <= DENSE_MAX_ROWS and 8 * n * n <= cache_mb * 2**20
 
 
+def doubled_applies(n: int, kernel: Any, C: float, cache_mb: float) -> bool:
+    """Whether a problem of n rows is solved on [D | D] by ``solvers.smo_distances``: rbf, finite
+    C, :func:`dense_applies`, n ≤ ``DOUBLED_MAX_ROWS`` and the 16 n² bytes within cache_mb."""
+    return (
+        kernel == "rbf"
+        and dense_applies(n, kernel, cache_mb)
+        and math.isfinite(C)
+        and n <= DOUBLED_MAX_ROWS
+        and 16 * n * n <= cache_mb * 2**20
+    )
+
+
 def solve_dual(
     X: np.ndarray,
     y_pm: np.ndarray,
@@ -169,12 +189,13 @@ def solve_dual(
         block = kernel_block_function(X, kernel, **kw, dtype=dtype)
         return batched_smo_solve(block, diag, y_pm, C, dtype=dtype, **common)
     with workspace() as empty:  # the kernel matrix and rows: buffers kept from the last solve
-        M = (
-            dense_kernel_matrix(X, kernel, kw, empty)
-            if dense_applies(n, kernel, cache_mb)
-            else None
-        )
-        return _solve_small(X, y_pm, C, kernel, kw, diag, common, empty, M)
+        M = W = None
+        if doubled_applies(n, kernel, C, cache_mb):
+            W = dense_kernel_matrix(X, kernel, kw, empty, doubled=True)
+            M = W[:, :n]
+        elif dense_applies(n, kernel, cache_mb):
+            M = dense_kernel_matrix(X, kernel, kw, empty)
+        return _solve_small(X, y_pm, C, kernel, kw, diag, common, empty, M, W)
 
 
 def shared_matrix_applies(
@@ -206,17 +227,29 @@ def solve_on_shared_matrix(
     rows instead of filled anew (110 µs a pair, mostly fixed cost)."""
     results = []
     common = {"tol": tol, "max_iter": max_iter, "cache_mb": cache_mb}
+    n = X.shape[0]
     with workspace() as outer:
-        M_all = dense_kernel_matrix(X, kernel, kw, outer)
+        # one-vs-rest problems take the matrix itself: [D | D] when they solve on it
+        W_all = None
+        if doubled_applies(n, kernel, C, cache_mb) and any(mask.all() for mask, _ in problems):
+            W_all = dense_kernel_matrix(X, kernel, kw, outer, doubled=True)
+            M_all = W_all[:, :n]
+        else:
+            M_all = dense_kernel_matrix(X, kernel, kw, outer)
         for mask, y_pm in problems:
             with workspace() as empty:  # a problem's buffers go back for the next one
                 rows = None if mask.all() else np.flatnonzero(mask)
-                Xp, M = X, M_all
+                Xp, M, W = X, M_all, W_all
                 if rows is not None:
-                    Xp, picked, M = X[rows], empty((rows.size, X.shape[0])), empty((rows.size,) * 2)
+                    r = rows.size
+                    W = empty((r, 2 * r)) if doubled_applies(r, kernel, C, cache_mb) else None
+                    M = empty((r, r)) if W is None else W[:, :r]
+                    Xp, picked = X[rows], empty((r, n))
                     np.take(np.take(M_all, rows, axis=0, out=picked), rows, axis=1, out=M)
+                    if W is not None:
+                        W[:, r:] = M
                 diag = kernel_diagonal(Xp, kernel, **kw)
-                results.append(_solve_small(Xp, y_pm, C, kernel, kw, diag, common, empty, M))
+                results.append(_solve_small(Xp, y_pm, C, kernel, kw, diag, common, empty, M, W))
     return results
 
 
@@ -230,10 +263,12 @@ def _solve_small(
     common: dict[str, Any],
     empty: Empty,
     M: np.ndarray | None,
+    W: np.ndarray | None = None,
 ) -> SMOResult:
     """:func:`solve_dual` below ``BATCHED_MIN_ROWS``: on the dense kernel matrix M
     (:func:`.kernel_matrices.dense_kernel_matrix`: D = 1 − K for rbf) or a row cache (M None),
-    SMO, and the active sets after a probe."""
+    SMO, and the active sets after a probe; SMO by ``solvers.smo_distances`` when W = [D | D]
+    (M its left half) is given."""
     tol, max_iter, cache_mb = common["tol"], common["max_iter"], common["cache_mb"]
     n = y_pm.size
     cache: KernelRowCache | DenseKernelRows
@@ -244,6 +279,16 @@ def _solve_small(
     else:
         cache = KernelRowCache(kernel_row_function(X, kernel, **kw), n, cache_mb, empty)
     smo_args = {"floor_curvature": kernel != "rbf", "cache": cache, **common}
+
+    def smo(**kw_smo: Any) -> SMOResult:
+        """SMO from ``start`` (or α = 0), stopping where ``stop_if`` says."""
+        if W is not None:  # rows of D^(-1/2) kept within what cache_mb leaves beside W
+            keep = int(max(cache_mb * 2**20 - W.nbytes, 0.0) // (8 * n))
+            return smo_solve_distances(
+                W, y_pm, C, tol, max_iter, max_inverse_rows=keep, empty=empty, **kw_smo
+            )
+        return smo_solve(None, diag, y_pm, C, **kw_smo, **smo_args)
+
     if (
         ACTIVE_SET_MIN_ROWS <= n < ACTIVE_SET_MAX_ROWS
         and X.shape[1] >= ACTIVE_SET_MIN_FEATURES
@@ -253,7 +298,7 @@ def _solve_small(
     ):
         # SMO alone unless, after its first n // PROBE_FRACTION steps, the sets look ready
         hand_over = (max(1, n // PROBE_FRACTION), functools.partial(_hand_over, X=X, C=C))
-        probe = res = smo_solve(None, diag, y_pm, C, stop_if=hand_over, **smo_args)
+        probe = res = smo(stop_if=hand_over)
         if not probe.converged:
             if block is None:
                 # rbf: float32 blocks (SIMD exponential) when their error bound allows
@@ -273,13 +318,13 @@ def _solve_small(
                 empty=empty,
             )
             if sets is None:
-                res = smo_solve(None, diag, y_pm, C, start=probe, **smo_args)
+                res = smo(start=probe)
             else:
                 sets.n_iter += probe.n_iter
                 sets.n_kernel_rows += probe.n_kernel_rows
                 res = sets
     else:
-        res = smo_solve(None, diag, y_pm, C, **smo_args)
+        res = smo()
     if isinstance(cache, DenseKernelRows):
         res.n_kernel_rows = n  # each row computed once, in the matrix
     return res
