@@ -263,6 +263,11 @@ def batched_smo_solve(
     ws = np.empty(q, dtype=np.intp)
     in_ws = np.zeros(n, dtype=bool)
     ws_len = 0
+    # K_BB of the working set by slot: after the first set, only the q/2 new rows' block is
+    # gathered (a gather of q scattered columns from the float32 rows, as long as the kernel rows
+    # themselves at 20k rows), and mirrored into their columns
+    kbb = np.empty((q, q))
+    kbb_valid = False
     n_iter = n_rows = n_outer = stalled = 0
     converged = False
     min_distance = -1.0
@@ -282,6 +287,7 @@ def batched_smo_solve(
             active, position = np.arange(n), np.arange(n)
             in_ws[:] = False
             ws_len = 0
+            kbb_valid = False
             shrinking = False
             continue
         if shrinking and n_outer > 0:
@@ -322,7 +328,14 @@ def batched_smo_solve(
             min_distance = MIN_RELATIVE_MARGIN * math.sqrt(max(spread, 0.0))
         B = ws[:ws_len]
         R = rows[:ws_len]
-        K_BB = R[:, position[B]].astype(np.float64, order="C")
+        if not kbb_valid:  # a fresh working set: its whole block
+            K_BB = kbb[:ws_len, :ws_len]
+            K_BB[...] = R[:, position[B]]
+            kbb_valid = True
+        elif new.size:  # the new rows' block, mirrored: the kept rows' block among them holds
+            fresh = R[slots][:, position[B]]
+            K_BB[slots] = fresh
+            K_BB[:, slots] = fresh.T
         alpha_B, F_B = alpha[B], F[B]
         steps, _ = solve_subproblem(
             K_BB,
