@@ -113,7 +113,7 @@ def reconstruct_gradient(
 
 
 def solve_subproblem(
-    K: np.ndarray,
+    K2: np.ndarray,
     diag: np.ndarray,
     y: np.ndarray,
     F: np.ndarray,
@@ -126,15 +126,21 @@ def solve_subproblem(
 ) -> tuple[int, float]:
     """SMO with WSS3 on a q-variable subproblem, in place on ``F`` and ``alpha``; (steps, first gap).
 
-    ``K`` is the (q, q) kernel block, ``F`` = −y∘∇f restricted to the subproblem (the others' α are
-    fixed, so they enter only through F). Stops when the subproblem's gap m − M falls below
-    max(``tol``, ``local_fraction`` × its initial gap) or after ``max_steps`` pair updates.
+    ``K2`` is the (q, 2q) doubled kernel block [K | K], ``F`` = −y∘∇f restricted to the subproblem
+    (the others' α are fixed, so they enter only through F). Stops when the subproblem's gap
+    m − M falls below max(``tol``, ``local_fraction`` × its initial gap) or after ``max_steps``
+    pair updates. As in ``smo_distances``: F lives in G = [F + p_up | F + p_low] (−inf outside
+    I_up, +inf outside I_low), moved by one ``daxpy`` a row of K2, and WSS3's argmax b²/a over
+    b > 0 is taken as argmax b / √a (b ≤ 0 gives ≤ 0; none positive stops the solve).
     """
     inf = math.inf
+    q = y.shape[0]
+    K = K2[:, :q]
     pos = y > 0
-    # F + penalty: −inf outside I_up (for the argmax), +inf outside I_low (for the scores)
-    F_up = np.where((pos & (alpha < C)) | (~pos & (alpha > 0.0)), F, -inf)
-    F_low = np.where((pos & (alpha > 0.0)) | (~pos & (alpha < C)), F, inf)
+    G = np.empty(2 * q)
+    F_up, F_low = G[:q], G[q:]
+    F_up[...] = np.where((pos & (alpha < C)) | (~pos & (alpha > 0.0)), F, -inf)
+    F_low[...] = np.where((pos & (alpha > 0.0)) | (~pos & (alpha < C)), F, inf)
     half_diag = 0.5 * diag + 0.5 * TAU
     const_diag = bool(np.all(diag == diag[0]))
     half_tau = 0.5 * TAU
@@ -143,6 +149,9 @@ def solve_subproblem(
     buf = np.empty_like(F)
     score = np.empty_like(F)
     curv = np.empty_like(F)
+    root = np.empty_like(F)
+    m = np.empty(())  # scalars as 0-d arrays: a Python float costs numpy ~0.5 µs to convert
+    c = np.empty(())
     local_tol = -1.0
     first_gap = 0.0
     steps = 0
@@ -150,39 +159,35 @@ def solve_subproblem(
         i = int(F_up.argmax())
         g_max = F_up.item(i)
         K_i = K[i]
-        np.subtract(g_max, F_low, score)  # b_t = m − F_t over I_low, −inf outside
+        m[()] = g_max
+        np.subtract(m, F_low, score)  # b_t = m − F_t over I_low, −inf outside
         if local_tol < 0.0:
             first_gap = float(score.max())
             local_tol = max(tol, local_fraction * first_gap)
         # half curvature (K_ii + K_tt) / 2 − K_it, floored at tau / 2
         if const_diag:
-            np.subtract(half_diag.item(0) + 0.5 * diag_l[i], K_i, curv)
+            c[()] = half_diag.item(0) + 0.5 * diag_l[i]
+            np.subtract(c, K_i, curv)
         else:
             np.subtract(half_diag, K_i, curv)
             curv += 0.5 * diag_l[i]
         if floor_curvature:
             np.maximum(curv, half_tau, out=curv)
-        np.maximum(score, 0.0, out=buf)
-        buf *= buf
-        buf /= curv
+        np.sqrt(curv, out=root)
+        np.divide(score, root, out=buf)
         j = int(buf.argmax())
-        if score.item(j) < local_tol and float(score.max()) < local_tol:
+        b_j = score.item(j)
+        if b_j < local_tol and float(score.max()) < local_tol:
             break
         y_i, y_j = ys[i], ys[j]
         a_i_old, a_j_old = alpha.item(i), alpha.item(j)
-        a_i, a_j = pair_update(
-            a_i_old, a_j_old, y_i, y_j, g_max - F_low.item(j), 2.0 * curv.item(j), C
-        )
+        a_i, a_j = pair_update(a_i_old, a_j_old, y_i, y_j, b_j, 2.0 * curv.item(j), C)
         alpha[i] = a_i
         alpha[j] = a_j
-        K_j = K[j]
-        step_i = -y_i * (a_i - a_i_old)
-        step_j = -y_j * (a_j - a_j_old)
-        for v in (F, F_up, F_low):
-            daxpy(K_i, v, a=step_i)
-            daxpy(K_j, v, a=step_j)
-        for t, a_t, y_t in ((i, a_i, y_i), (j, a_j, y_j)):
-            F_t = F.item(t)
+        daxpy(K2[i], G, a=-y_i * (a_i - a_i_old))
+        daxpy(K2[j], G, a=-y_j * (a_j - a_j_old))
+        # i was in I_up and j in I_low: their new F are F_up[i] and F_low[j]
+        for t, a_t, y_t, F_t in ((i, a_i, y_i, F_up.item(i)), (j, a_j, y_j, F_low.item(j))):
             if y_t > 0:
                 F_up[t] = -inf if a_t >= C else F_t
                 F_low[t] = inf if a_t <= 0.0 else F_t
@@ -190,6 +195,7 @@ def solve_subproblem(
                 F_up[t] = -inf if a_t <= 0.0 else F_t
                 F_low[t] = inf if a_t >= C else F_t
         steps += 1
+    np.copyto(F, np.where(np.isfinite(F_up), F_up, F_low))  # every t is in I_up or I_low
     return steps, first_gap
 
 
@@ -263,10 +269,10 @@ def batched_smo_solve(
     ws = np.empty(q, dtype=np.intp)
     in_ws = np.zeros(n, dtype=bool)
     ws_len = 0
-    # K_BB of the working set by slot: after the first set, only the q/2 new rows' block is
+    # K_BB of the working set by slot, doubled: after the first set, only the q/2 new rows' block is
     # gathered (a gather of q scattered columns from the float32 rows, as long as the kernel rows
     # themselves at 20k rows), and mirrored into their columns
-    kbb = np.empty((q, q))
+    kbb = np.empty((q, 2 * q))  # [K_BB | K_BB] (``solve_subproblem``)
     kbb_valid = False
     n_iter = n_rows = n_outer = stalled = 0
     converged = False
@@ -329,16 +335,18 @@ def batched_smo_solve(
         B = ws[:ws_len]
         R = rows[:ws_len]
         if not kbb_valid:  # a fresh working set: its whole block
-            K_BB = kbb[:ws_len, :ws_len]
-            K_BB[...] = R[:, position[B]]
+            K2 = kbb[:ws_len, : 2 * ws_len]
+            left, right = K2[:, :ws_len], K2[:, ws_len:]
+            left[...] = R[:, position[B]]
+            right[...] = left
             kbb_valid = True
         elif new.size:  # the new rows' block, mirrored: the kept rows' block among them holds
             fresh = R[slots][:, position[B]]
-            K_BB[slots] = fresh
-            K_BB[:, slots] = fresh.T
+            left[slots] = right[slots] = fresh
+            left[:, slots] = right[:, slots] = fresh.T
         alpha_B, F_B = alpha[B], F[B]
         steps, _ = solve_subproblem(
-            K_BB,
+            K2,
             diag[B],
             y[B],
             F_B,
