@@ -269,10 +269,10 @@ def batched_smo_solve(
     ws = np.empty(q, dtype=np.intp)
     in_ws = np.zeros(n, dtype=bool)
     ws_len = 0
-    # K_BB of the working set by slot, doubled: after the first set, only the q/2 new rows' block is
-    # gathered (a gather of q scattered columns from the float32 rows, as long as the kernel rows
-    # themselves at 20k rows), and mirrored into their columns
-    kbb = np.empty((q, 2 * q))  # [K_BB | K_BB] (``solve_subproblem``)
+    # [K_BB | K_BB] (``solve_subproblem``) by its own product of q × q: gathering the q columns
+    # from the rows' block was scattered reads as slow as the kernel rows themselves at 20k rows
+    kbb = np.empty((q, 2 * q))
+    kbb32 = np.empty(q * q, dtype=dtype)
     kbb_valid = False
     n_iter = n_rows = n_outer = stalled = 0
     converged = False
@@ -293,9 +293,9 @@ def batched_smo_solve(
             active, position = np.arange(n), np.arange(n)
             in_ws[:] = False
             ws_len = 0
-            kbb_valid = False
             shrinking = False
             continue
+        compact: tuple[np.ndarray, int] | None = None
         if shrinking and n_outer > 0:
             # at a bound, in only one of I_up / I_low, and beyond the other side's extreme
             drop = (up & ~low & (F_A < M)) | (low & ~up & (m < F_A))
@@ -304,8 +304,7 @@ def batched_smo_solve(
             if n_drop >= SHRINK_MIN_FRACTION * n_act:
                 keep = ~drop
                 n_keep = n_act - n_drop
-                for s in range(ws_len):  # compact each row in place, front to back
-                    store[s * n_keep : (s + 1) * n_keep] = store[s * n_act : (s + 1) * n_act][keep]
+                compact = (np.flatnonzero(keep), n_act)  # the rows, once the new ones are known
                 active = active[keep]
                 position[:] = -1
                 position[active] = np.arange(n_keep)
@@ -324,6 +323,14 @@ def batched_smo_solve(
             in_ws[ws[lo : lo + half]] = False
             new = active[select_violators(F_A, up, low, in_ws[active], half)]
             slots = slice(lo, lo + new.size)
+        if compact is not None:
+            # each kept row's columns in place, front to back (a row's new place never reaches a
+            # later row's old one); the rows about to be replaced are skipped
+            kept_cols, n_old = compact
+            for s in range(ws_len):
+                if not slots.start <= s < slots.stop:
+                    src = store[s * n_old : (s + 1) * n_old]
+                    np.take(src, kept_cols, out=store[s * n_act : (s + 1) * n_act])
         if new.size:
             ws[slots] = new
             in_ws[new] = True
@@ -334,16 +341,13 @@ def batched_smo_solve(
             min_distance = MIN_RELATIVE_MARGIN * math.sqrt(max(spread, 0.0))
         B = ws[:ws_len]
         R = rows[:ws_len]
-        if not kbb_valid:  # a fresh working set: its whole block
+        if new.size or not kbb_valid:
             K2 = kbb[:ws_len, : 2 * ws_len]
-            left, right = K2[:, :ws_len], K2[:, ws_len:]
-            left[...] = R[:, position[B]]
-            right[...] = left
+            own = kbb32[: ws_len * ws_len].reshape(ws_len, ws_len)
+            block(B, own, B)
+            K2[:, :ws_len] = own
+            K2[:, ws_len:] = K2[:, :ws_len]
             kbb_valid = True
-        elif new.size:  # the new rows' block, mirrored: the kept rows' block among them holds
-            fresh = R[slots][:, position[B]]
-            left[slots] = right[slots] = fresh
-            left[:, slots] = right[:, slots] = fresh.T
         alpha_B, F_B = alpha[B], F[B]
         steps, _ = solve_subproblem(
             K2,
