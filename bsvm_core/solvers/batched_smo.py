@@ -113,7 +113,7 @@ def reconstruct_gradient(
 
 
 def solve_subproblem(
-    K2: np.ndarray,
+    K: np.ndarray,
     diag: np.ndarray,
     y: np.ndarray,
     F: np.ndarray,
@@ -126,21 +126,18 @@ def solve_subproblem(
 ) -> tuple[int, float]:
     """SMO with WSS3 on a q-variable subproblem, in place on ``F`` and ``alpha``; (steps, first gap).
 
-    ``K2`` is the (q, 2q) doubled kernel block [K | K], ``F`` = −y∘∇f restricted to the subproblem
-    (the others' α are fixed, so they enter only through F). Stops when the subproblem's gap
-    m − M falls below max(``tol``, ``local_fraction`` × its initial gap) or after ``max_steps``
-    pair updates. As in ``smo_distances``: F lives in G = [F + p_up | F + p_low] (−inf outside
-    I_up, +inf outside I_low), moved by one ``daxpy`` a row of K2, and WSS3's argmax b²/a over
-    b > 0 is taken as argmax b / √a (b ≤ 0 gives ≤ 0; none positive stops the solve).
+    ``K`` is the (q, q) kernel block, ``F`` = −y∘∇f restricted to the subproblem (the others' α
+    are fixed, so they enter only through F). Stops when the subproblem's gap m − M falls below
+    max(``tol``, ``local_fraction`` × its initial gap) or after ``max_steps`` pair updates. As in
+    ``smo_distances``, F lives only in F + p_up and F + p_low (−inf outside I_up, +inf outside
+    I_low), each moved by ``daxpy``, and WSS3's argmax b²/a over b > 0 is taken as argmax b / √a
+    (b ≤ 0 gives ≤ 0; none positive stops the solve). A doubled [K | K], one ``daxpy`` a row for
+    both, lost at q = 1,024: its copy each outer iteration cost more than the calls it saves.
     """
     inf = math.inf
-    q = y.shape[0]
-    K = K2[:, :q]
     pos = y > 0
-    G = np.empty(2 * q)
-    F_up, F_low = G[:q], G[q:]
-    F_up[...] = np.where((pos & (alpha < C)) | (~pos & (alpha > 0.0)), F, -inf)
-    F_low[...] = np.where((pos & (alpha > 0.0)) | (~pos & (alpha < C)), F, inf)
+    F_up = np.where((pos & (alpha < C)) | (~pos & (alpha > 0.0)), F, -inf)
+    F_low = np.where((pos & (alpha > 0.0)) | (~pos & (alpha < C)), F, inf)
     half_diag = 0.5 * diag + 0.5 * TAU
     const_diag = bool(np.all(diag == diag[0]))
     half_tau = 0.5 * TAU
@@ -184,8 +181,12 @@ def solve_subproblem(
         a_i, a_j = pair_update(a_i_old, a_j_old, y_i, y_j, b_j, 2.0 * curv.item(j), C)
         alpha[i] = a_i
         alpha[j] = a_j
-        daxpy(K2[i], G, a=-y_i * (a_i - a_i_old))
-        daxpy(K2[j], G, a=-y_j * (a_j - a_j_old))
+        step_i, step_j = -y_i * (a_i - a_i_old), -y_j * (a_j - a_j_old)
+        K_j = K[j]
+        daxpy(K_i, F_up, a=step_i)
+        daxpy(K_j, F_up, a=step_j)
+        daxpy(K_i, F_low, a=step_i)
+        daxpy(K_j, F_low, a=step_j)
         # i was in I_up and j in I_low: their new F are F_up[i] and F_low[j]
         for t, a_t, y_t, F_t in ((i, a_i, y_i, F_up.item(i)), (j, a_j, y_j, F_low.item(j))):
             if y_t > 0:
@@ -269,9 +270,9 @@ def batched_smo_solve(
     ws = np.empty(q, dtype=np.intp)
     in_ws = np.zeros(n, dtype=bool)
     ws_len = 0
-    # [K_BB | K_BB] (``solve_subproblem``) by its own product of q × q: gathering the q columns
-    # from the rows' block was scattered reads as slow as the kernel rows themselves at 20k rows
-    kbb = np.empty((q, 2 * q))
+    # K_BB by its own product of q × q: gathering the q columns from the rows' block was
+    # scattered reads as slow as the kernel rows themselves at 20k rows
+    kbb = np.empty(q * q)
     kbb32 = np.empty(q * q, dtype=dtype)
     kbb_valid = False
     n_iter = n_rows = n_outer = stalled = 0
@@ -342,15 +343,14 @@ def batched_smo_solve(
         B = ws[:ws_len]
         R = rows[:ws_len]
         if new.size or not kbb_valid:
-            K2 = kbb[:ws_len, : 2 * ws_len]
             own = kbb32[: ws_len * ws_len].reshape(ws_len, ws_len)
             block(B, own, B)
-            K2[:, :ws_len] = own
-            K2[:, ws_len:] = K2[:, :ws_len]
+            K_BB = kbb[: ws_len * ws_len].reshape(ws_len, ws_len)
+            K_BB[...] = own
             kbb_valid = True
         alpha_B, F_B = alpha[B], F[B]
         steps, _ = solve_subproblem(
-            K2,
+            K_BB,
             diag[B],
             y[B],
             F_B,
