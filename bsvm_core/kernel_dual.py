@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .feature_rank import rank_at_least
 from .kernel_matrices import (
     dense_kernel_matrix,
     float32_blocks,
@@ -114,28 +115,6 @@ in one process (C = 0.1, 1, 10): pairs of ~200 rows, make_classification(600, 6 
 LOCKSTEP_PROBE_FRACTION = 4
 """Lockstep problems take n // this many steps before the active-set hand-over test: a lockstep
 step costs a few µs per problem, a third of a lone SMO step, so the probe runs longer."""
-
-
-RANK_SAMPLE_ROWS = 128
-"""Rows (evenly spaced, at most this many) that :func:`rank_at_least` looks at."""
-
-
-@functools.cache
-def _gaussian_sketch(d: int, k: int) -> np.ndarray:
-    """A fixed d × k standard Gaussian matrix (seed 0), made once per shape."""
-    return np.random.default_rng(0).standard_normal((d, k))
-
-
-def rank_at_least(X: np.ndarray, k: int) -> bool:
-    """Whether the centred X has rank ≥ k: the k × k Gram matrix of (X − x̄)G, G a fixed Gaussian
-    d × k matrix, has no eigenvalue below 1e-12 of its largest (singular values below 1e-6), on
-    ``RANK_SAMPLE_ROWS`` of the rows."""
-    if min(X.shape) < k:
-        return False
-    sketch = X[:: -(-X.shape[0] // RANK_SAMPLE_ROWS)] @ _gaussian_sketch(X.shape[1], k)
-    sketch -= sketch.mean(axis=0)
-    eig = np.linalg.eigvalsh(sketch.T @ sketch)
-    return bool(eig[0] > 1e-12 * eig[-1])
 
 
 def _mostly_free(alpha: np.ndarray, C: float) -> bool:
