@@ -85,12 +85,15 @@ over problem by problem, C = 1, interleaved in one process (load 6-7.5): wine 0.
 1.17, 2,000 1.96. One-vs-rest problems hold every row, take the matrix itself and always gain:
 0.85-0.87 on wine, 0.89 / 0.82 / 0.77 at 500 / 1,000 / 2,000 rows."""
 
-DOUBLED_MAX_ROWS = 1500
-"""rbf problems up to this many rows on a dense matrix (finite C, the n × 2n float64 [D | D]
-within ``cache_mb``) take ``solvers.smo_distances``: a step of fewer numpy calls, whose gradient
-update moves both set-masked gradients by one ``daxpy`` over a row of [D | D]. Its gain is in the
-calls' fixed cost (small problems); the doubled matrix (36 MB at 1,500 rows) costs memory and one
-copy of D."""
+DOUBLED_MAX_ROWS = 500
+"""rbf problems up to this many rows on a dense matrix that SMO solves alone (finite C, no
+active-set probe: :func:`active_sets_apply` false, the n × 2n float64 [D | D] within
+``cache_mb``) take ``solvers.smo_distances``: a step of fewer numpy calls (~1.3 µs saved), whose
+gradient update moves both set-masked gradients by one ``daxpy`` over a row of [D | D]. The copy
+of D into the right half and the rows of D^(−1/2) are fixed costs, repaid only after ~n² / 2,000
+steps: with 1,500 rows and the active sets' probe as well, breast cancer (569 rows) took 1.10x /
+1.36x the time at C = 1 / 10, make_classification(800 / 1,400, 20) 1.16-1.26x; moons(400) at
+C = 1 (173 steps) 1.02-1.11x, at C = 10 (587 steps) 0.87-0.92x; wine's pairs 0.86-0.97x."""
 
 BATCHED_MIN_ROWS = 8000
 """Binary problems with at least this many rows use the batched working-set solver; smaller ones
@@ -136,15 +139,32 @@ def dense_applies(n: int, kernel: Any, cache_mb: float) -> bool:
     return not callable(kernel) and n <= DENSE_MAX_ROWS and 8 * n * n <= cache_mb * 2**20
 
 
-def doubled_applies(n: int, kernel: Any, C: float, cache_mb: float) -> bool:
-    """Whether a problem of n rows is solved on [D | D] by ``solvers.smo_distances``: rbf, finite
-    C, :func:`dense_applies`, n ≤ ``DOUBLED_MAX_ROWS`` and the 16 n² bytes within cache_mb."""
+def active_sets_apply(n: int, d: int, C: float, max_iter: int | None, kernel: Any) -> bool:
+    """Whether a small problem of n rows and d features starts with the SMO probe that may hand
+    over to the active sets: ``ACTIVE_SET_MIN_ROWS`` ≤ n < ``ACTIVE_SET_MAX_ROWS``, d ≥
+    ``ACTIVE_SET_MIN_FEATURES``, finite C, no max_iter, not sigmoid."""
+    return (
+        ACTIVE_SET_MIN_ROWS <= n < ACTIVE_SET_MAX_ROWS
+        and d >= ACTIVE_SET_MIN_FEATURES
+        and math.isfinite(C)
+        and max_iter is None
+        and kernel != "sigmoid"
+    )
+
+
+def doubled_applies(
+    n: int, d: int, kernel: Any, C: float, max_iter: int | None, cache_mb: float
+) -> bool:
+    """Whether a problem of n rows and d features is solved on [D | D] by
+    ``solvers.smo_distances``: rbf, finite C, :func:`dense_applies`, SMO alone (not
+    :func:`active_sets_apply`), n ≤ ``DOUBLED_MAX_ROWS`` and the 16 n² bytes within cache_mb."""
     return (
         kernel == "rbf"
         and dense_applies(n, kernel, cache_mb)
         and math.isfinite(C)
         and n <= DOUBLED_MAX_ROWS
         and 16 * n * n <= cache_mb * 2**20
+        and not active_sets_apply(n, d, C, max_iter, kernel)
     )
 
 
@@ -170,7 +190,7 @@ def solve_dual(
         return batched_smo_solve(block, diag, y_pm, C, dtype=dtype, **common)
     with workspace() as empty:  # the kernel matrix and rows: buffers kept from the last solve
         M = W = None
-        if doubled_applies(n, kernel, C, cache_mb):
+        if doubled_applies(n, X.shape[1], kernel, C, max_iter, cache_mb):
             W = dense_kernel_matrix(X, kernel, kw, empty, doubled=True)
             M = W[:, :n]
         elif dense_applies(n, kernel, cache_mb):
@@ -211,7 +231,10 @@ def solve_on_shared_matrix(
     with workspace() as outer:
         # one-vs-rest problems take the matrix itself: [D | D] when they solve on it
         W_all = None
-        if doubled_applies(n, kernel, C, cache_mb) and any(mask.all() for mask, _ in problems):
+        d = X.shape[1]
+        if doubled_applies(n, d, kernel, C, max_iter, cache_mb) and any(
+            mask.all() for mask, _ in problems
+        ):
             W_all = dense_kernel_matrix(X, kernel, kw, outer, doubled=True)
             M_all = W_all[:, :n]
         else:
@@ -222,7 +245,8 @@ def solve_on_shared_matrix(
                 Xp, M, W = X, M_all, W_all
                 if rows is not None:
                     r = rows.size
-                    W = empty((r, 2 * r)) if doubled_applies(r, kernel, C, cache_mb) else None
+                    doubled = doubled_applies(r, d, kernel, C, max_iter, cache_mb)
+                    W = empty((r, 2 * r)) if doubled else None
                     M = empty((r, r)) if W is None else W[:, :r]
                     Xp, picked = X[rows], empty((r, n))
                     # mode "clip" (the rows are valid): "raise" buffers the output, 2.7x slower
@@ -271,13 +295,7 @@ def _solve_small(
             )
         return smo_solve(None, diag, y_pm, C, **kw_smo, **smo_args)
 
-    if (
-        ACTIVE_SET_MIN_ROWS <= n < ACTIVE_SET_MAX_ROWS
-        and X.shape[1] >= ACTIVE_SET_MIN_FEATURES
-        and math.isfinite(C)
-        and max_iter is None
-        and kernel != "sigmoid"
-    ):
+    if active_sets_apply(n, X.shape[1], C, max_iter, kernel):
         # SMO alone unless, after its first n // PROBE_FRACTION steps, the sets look ready
         hand_over = (max(1, n // PROBE_FRACTION), functools.partial(_hand_over, X=X, C=C))
         probe = res = smo(stop_if=hand_over)

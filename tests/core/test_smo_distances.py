@@ -86,11 +86,16 @@ def test_rows_of_the_inverse_made_one_at_a_time(monkeypatch: pytest.MonkeyPatch)
 
 def test_when_the_doubled_path_applies() -> None:
     n = kernel_dual.DOUBLED_MAX_ROWS
-    assert kernel_dual.doubled_applies(n, "rbf", 1.0, 200.0)
-    assert not kernel_dual.doubled_applies(n + 1, "rbf", 1.0, 200.0)
-    assert not kernel_dual.doubled_applies(n, "rbf", np.inf, 200.0)  # hard margin: smo_solve
-    assert not kernel_dual.doubled_applies(n, "poly", 1.0, 200.0)
-    assert not kernel_dual.doubled_applies(n, "rbf", 1.0, 16 * n * n / 2**20 - 1)
+    assert kernel_dual.doubled_applies(n, 2, "rbf", 1.0, None, 200.0)
+    assert not kernel_dual.doubled_applies(n + 1, 2, "rbf", 1.0, None, 200.0)
+    assert not kernel_dual.doubled_applies(n, 2, "rbf", np.inf, None, 200.0)  # hard margin
+    assert not kernel_dual.doubled_applies(n, 2, "poly", 1.0, None, 200.0)
+    assert not kernel_dual.doubled_applies(n, 2, "rbf", 1.0, None, 16 * n * n / 2**20 - 1)
+    # problems that start with the active sets' probe keep smo_solve
+    assert kernel_dual.active_sets_apply(300, 10, 1.0, None, "rbf")
+    assert not kernel_dual.doubled_applies(300, 10, "rbf", 1.0, None, 200.0)
+    assert kernel_dual.doubled_applies(300, 10, "rbf", 1.0, 1000, 200.0)  # max_iter: SMO alone
+    assert kernel_dual.doubled_applies(150, 10, "rbf", 1.0, None, 200.0)  # below the probe's rows
 
 
 @pytest.mark.parametrize("C", [1.0, 10.0])
