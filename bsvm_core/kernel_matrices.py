@@ -109,13 +109,14 @@ def rbf_symmetric_fill(
 
 
 def dense_kernel_matrix(
-    X: np.ndarray, kernel: Any, kw: dict[str, Any], empty: Empty = np.empty
+    X: np.ndarray, kernel: Any, kw: dict[str, Any], empty: Empty = np.empty, doubled: bool = False
 ) -> np.ndarray:
     """The float64 kernel matrix of X by one product; rbf gives D = max(1 − K, τ/2) instead
     (:func:`rbf_distance_matrix` in float64), SMO's half curvatures (``DenseKernelRows`` with
-    distances). ``empty`` makes the matrix (a ``workspace.workspace``'s, say)."""
+    distances), with ``doubled`` (rbf only) as [D | D] (``solvers.smo_distances``). ``empty``
+    makes the matrix (a ``workspace.workspace``'s, say)."""
     if kernel == "rbf":
-        return rbf_distance_matrix(X, kw["gamma"], empty, dtype=np.float64)
+        return rbf_distance_matrix(X, kw["gamma"], empty, dtype=np.float64, doubled=doubled)
     n = X.shape[0]
     M = empty((n, n))
     with single_blas_thread():
@@ -130,13 +131,21 @@ def _distances_into(E: np.ndarray, out: np.ndarray) -> None:
 
 
 def rbf_distance_matrix(
-    X: np.ndarray, gamma: float, empty: Empty = np.empty, dtype: type = np.float32
+    X: np.ndarray,
+    gamma: float,
+    empty: Empty = np.empty,
+    dtype: type = np.float32,
+    doubled: bool = False,
 ) -> np.ndarray:
     """D = max(1 − K, τ/2) of the rbf kernel over all rows, D_ii = τ/2 exactly (k(x, x) = 1,
     whatever the exponent's rounding), so a_ij = 2 D_ij ≥ τ; by :func:`rbf_symmetric_fill`.
-    ``empty`` makes it (a ``workspace.workspace``'s, say)."""
+    With ``doubled``, the n × 2n [D | D] (D is its left half). ``empty`` makes it (a
+    ``workspace.workspace``'s, say)."""
     n = X.shape[0]
-    D = empty((n, n), dtype=dtype)
+    W = empty((n, 2 * n if doubled else n), dtype=dtype)
+    D = W[:, :n]
     rbf_symmetric_fill(X, gamma, D, _distances_into)
     np.fill_diagonal(D, 0.5 * TAU)
-    return D
+    if doubled:
+        W[:, n:] = D
+    return W

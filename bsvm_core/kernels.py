@@ -218,15 +218,19 @@ shape (len(idx), len(cols))."""
 
 
 def _column_selector(right: np.ndarray) -> Callable[[np.ndarray | None], np.ndarray]:
-    """``select(cols)`` = right[:, cols] (right itself for None), reusing the last gather."""
-    last: list[Any] = [None, right]
+    """``select(cols)`` = right[:, cols] (right itself for None), reusing the last two gathers
+    (the batched solver alternates its active columns and its working set's)."""
+    last: list[tuple[np.ndarray, np.ndarray]] = []
 
     def select(cols: np.ndarray | None) -> np.ndarray:
         if cols is None:
             return right
-        if cols is not last[0]:
-            last[0], last[1] = cols, np.ascontiguousarray(right[:, cols])
-        return last[1]
+        for kept, gathered in last:
+            if kept is cols:
+                return gathered
+        last.insert(0, (cols, np.ascontiguousarray(right[:, cols])))
+        del last[2:]
+        return last[0][1]
 
     return select
 

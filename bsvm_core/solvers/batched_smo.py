@@ -126,13 +126,16 @@ def solve_subproblem(
 ) -> tuple[int, float]:
     """SMO with WSS3 on a q-variable subproblem, in place on ``F`` and ``alpha``; (steps, first gap).
 
-    ``K`` is the (q, q) kernel block, ``F`` = −y∘∇f restricted to the subproblem (the others' α are
-    fixed, so they enter only through F). Stops when the subproblem's gap m − M falls below
-    max(``tol``, ``local_fraction`` × its initial gap) or after ``max_steps`` pair updates.
+    ``K`` is the (q, q) kernel block, ``F`` = −y∘∇f restricted to the subproblem (the others' α
+    are fixed, so they enter only through F). Stops when the subproblem's gap m − M falls below
+    max(``tol``, ``local_fraction`` × its initial gap) or after ``max_steps`` pair updates. As in
+    ``smo_distances``, F lives only in F + p_up and F + p_low (−inf outside I_up, +inf outside
+    I_low), each moved by ``daxpy``, and WSS3's argmax b²/a over b > 0 is taken as argmax b / √a
+    (b ≤ 0 gives ≤ 0; none positive stops the solve). A doubled [K | K], one ``daxpy`` a row for
+    both, lost at q = 1,024: its copy each outer iteration cost more than the calls it saves.
     """
     inf = math.inf
     pos = y > 0
-    # F + penalty: −inf outside I_up (for the argmax), +inf outside I_low (for the scores)
     F_up = np.where((pos & (alpha < C)) | (~pos & (alpha > 0.0)), F, -inf)
     F_low = np.where((pos & (alpha > 0.0)) | (~pos & (alpha < C)), F, inf)
     half_diag = 0.5 * diag + 0.5 * TAU
@@ -143,6 +146,9 @@ def solve_subproblem(
     buf = np.empty_like(F)
     score = np.empty_like(F)
     curv = np.empty_like(F)
+    root = np.empty_like(F)
+    m = np.empty(())  # scalars as 0-d arrays: a Python float costs numpy ~0.5 µs to convert
+    c = np.empty(())
     local_tol = -1.0
     first_gap = 0.0
     steps = 0
@@ -150,39 +156,39 @@ def solve_subproblem(
         i = int(F_up.argmax())
         g_max = F_up.item(i)
         K_i = K[i]
-        np.subtract(g_max, F_low, score)  # b_t = m − F_t over I_low, −inf outside
+        m[()] = g_max
+        np.subtract(m, F_low, score)  # b_t = m − F_t over I_low, −inf outside
         if local_tol < 0.0:
             first_gap = float(score.max())
             local_tol = max(tol, local_fraction * first_gap)
         # half curvature (K_ii + K_tt) / 2 − K_it, floored at tau / 2
         if const_diag:
-            np.subtract(half_diag.item(0) + 0.5 * diag_l[i], K_i, curv)
+            c[()] = half_diag.item(0) + 0.5 * diag_l[i]
+            np.subtract(c, K_i, curv)
         else:
             np.subtract(half_diag, K_i, curv)
             curv += 0.5 * diag_l[i]
         if floor_curvature:
             np.maximum(curv, half_tau, out=curv)
-        np.maximum(score, 0.0, out=buf)
-        buf *= buf
-        buf /= curv
+        np.sqrt(curv, out=root)
+        np.divide(score, root, out=buf)
         j = int(buf.argmax())
-        if score.item(j) < local_tol and float(score.max()) < local_tol:
+        b_j = score.item(j)
+        if b_j < local_tol and float(score.max()) < local_tol:
             break
         y_i, y_j = ys[i], ys[j]
         a_i_old, a_j_old = alpha.item(i), alpha.item(j)
-        a_i, a_j = pair_update(
-            a_i_old, a_j_old, y_i, y_j, g_max - F_low.item(j), 2.0 * curv.item(j), C
-        )
+        a_i, a_j = pair_update(a_i_old, a_j_old, y_i, y_j, b_j, 2.0 * curv.item(j), C)
         alpha[i] = a_i
         alpha[j] = a_j
+        step_i, step_j = -y_i * (a_i - a_i_old), -y_j * (a_j - a_j_old)
         K_j = K[j]
-        step_i = -y_i * (a_i - a_i_old)
-        step_j = -y_j * (a_j - a_j_old)
-        for v in (F, F_up, F_low):
-            daxpy(K_i, v, a=step_i)
-            daxpy(K_j, v, a=step_j)
-        for t, a_t, y_t in ((i, a_i, y_i), (j, a_j, y_j)):
-            F_t = F.item(t)
+        daxpy(K_i, F_up, a=step_i)
+        daxpy(K_j, F_up, a=step_j)
+        daxpy(K_i, F_low, a=step_i)
+        daxpy(K_j, F_low, a=step_j)
+        # i was in I_up and j in I_low: their new F are F_up[i] and F_low[j]
+        for t, a_t, y_t, F_t in ((i, a_i, y_i, F_up.item(i)), (j, a_j, y_j, F_low.item(j))):
             if y_t > 0:
                 F_up[t] = -inf if a_t >= C else F_t
                 F_low[t] = inf if a_t <= 0.0 else F_t
@@ -190,6 +196,7 @@ def solve_subproblem(
                 F_up[t] = -inf if a_t <= 0.0 else F_t
                 F_low[t] = inf if a_t >= C else F_t
         steps += 1
+    np.copyto(F, np.where(np.isfinite(F_up), F_up, F_low))  # every t is in I_up or I_low
     return steps, first_gap
 
 
@@ -263,6 +270,11 @@ def batched_smo_solve(
     ws = np.empty(q, dtype=np.intp)
     in_ws = np.zeros(n, dtype=bool)
     ws_len = 0
+    # K_BB by its own product of q × q: gathering the q columns from the rows' block was
+    # scattered reads as slow as the kernel rows themselves at 20k rows
+    kbb = np.empty(q * q)
+    kbb32 = np.empty(q * q, dtype=dtype)
+    kbb_valid = False
     n_iter = n_rows = n_outer = stalled = 0
     converged = False
     min_distance = -1.0
@@ -284,6 +296,7 @@ def batched_smo_solve(
             ws_len = 0
             shrinking = False
             continue
+        compact: tuple[np.ndarray, int] | None = None
         if shrinking and n_outer > 0:
             # at a bound, in only one of I_up / I_low, and beyond the other side's extreme
             drop = (up & ~low & (F_A < M)) | (low & ~up & (m < F_A))
@@ -292,8 +305,7 @@ def batched_smo_solve(
             if n_drop >= SHRINK_MIN_FRACTION * n_act:
                 keep = ~drop
                 n_keep = n_act - n_drop
-                for s in range(ws_len):  # compact each row in place, front to back
-                    store[s * n_keep : (s + 1) * n_keep] = store[s * n_act : (s + 1) * n_act][keep]
+                compact = (np.flatnonzero(keep), n_act)  # the rows, once the new ones are known
                 active = active[keep]
                 position[:] = -1
                 position[active] = np.arange(n_keep)
@@ -312,6 +324,14 @@ def batched_smo_solve(
             in_ws[ws[lo : lo + half]] = False
             new = active[select_violators(F_A, up, low, in_ws[active], half)]
             slots = slice(lo, lo + new.size)
+        if compact is not None:
+            # each kept row's columns in place, front to back (a row's new place never reaches a
+            # later row's old one); the rows about to be replaced are skipped
+            kept_cols, n_old = compact
+            for s in range(ws_len):
+                if not slots.start <= s < slots.stop:
+                    src = store[s * n_old : (s + 1) * n_old]
+                    np.take(src, kept_cols, out=store[s * n_act : (s + 1) * n_act])
         if new.size:
             ws[slots] = new
             in_ws[new] = True
@@ -322,7 +342,12 @@ def batched_smo_solve(
             min_distance = MIN_RELATIVE_MARGIN * math.sqrt(max(spread, 0.0))
         B = ws[:ws_len]
         R = rows[:ws_len]
-        K_BB = R[:, position[B]].astype(np.float64, order="C")
+        if new.size or not kbb_valid:
+            own = kbb32[: ws_len * ws_len].reshape(ws_len, ws_len)
+            block(B, own, B)
+            K_BB = kbb[: ws_len * ws_len].reshape(ws_len, ws_len)
+            K_BB[...] = own
+            kbb_valid = True
         alpha_B, F_B = alpha[B], F[B]
         steps, _ = solve_subproblem(
             K_BB,
