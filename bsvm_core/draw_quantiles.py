@@ -96,13 +96,16 @@ def _partition(F: np.ndarray, ranks: list[int]) -> np.ndarray:
     """Order statistics ``ranks`` (ascending) of each row, reordering F in place.
 
     One np.partition per rank on what lies above the previous one (numpy's multi-kth selection
-    is slow when the kth are far apart), and a plain minimum for a rank right after another.
+    is slow when the kth are far apart), and a plain minimum for a rank right after another
+    (swapped into place only when a rank follows).
     """
     out = np.empty((F.shape[0], len(ranks)))
     rows = np.arange(F.shape[0])
     done = 0  # the columns before ``done`` hold the ``done`` smallest values
     for i, r in enumerate(ranks):
-        if i and r == ranks[i - 1] + 1:  # == done: swap the minimum of the rest into place
+        if i and r == ranks[i - 1] + 1 and i == len(ranks) - 1:  # the last: its value only
+            out[:, i] = F[:, r:].min(axis=1)
+        elif i and r == ranks[i - 1] + 1:  # == done: swap the minimum of the rest into place
             at = np.argmin(F[:, r:], axis=1) + r
             out[:, i] = F[rows, at]
             F[rows, at] = F[:, r]
@@ -317,6 +320,16 @@ def projection_quantiles(
     moments = draw_moments(Wt)
     if n == 0:
         return result
+    if tails is not None:
+        from .screened_quantiles import screened_statistics  # it builds on this module
+
+        with single_blas_thread():
+            budget_rows = int(max(1, max_bytes / n_threads // (G * BYTES_PER_VALUE)))
+            stats = screened_statistics(X, Wt, moments, ranks, step, budget_rows, n_threads)
+        if stats is not None:
+            for i, (below, above, gamma) in enumerate(positions):
+                result[i] = lerp(stats[:, where[below]], stats[:, where[above]], gamma)
+            return result
     n_groups = 1 if tails is None else n_groups_for(n, step)  # whole-row partition: no runs
     if n_groups > 1:
         centres, labels = group_rows(X, moments[1], n_groups)
