@@ -38,12 +38,20 @@ BLOCK_ROWS = 128
 """Rows per screened block: smaller blocks have tighter bounds but more calls per row."""
 
 
-@dataclass(frozen=True)
 class _Scratch:
-    """A thread's working memory: the gathered products, and two masks of the whole rows."""
+    """A thread's working memory: the whole rows' two masks, and flat buffers for the gathered
+    products and their mask that grow to the largest block × kept draws seen."""
 
-    values: np.ndarray  # flat, (rows × (G + COLUMN_MULTIPLE),)
-    mask: np.ndarray  # (2, rows, G)
+    def __init__(self, step: int, G: int) -> None:
+        self.mask = np.empty((2, step, G), dtype=bool)
+        self.values = np.empty(0)
+        self.flags = np.empty(0, dtype=bool)
+
+    def reserve(self, size: int) -> None:
+        """Buffers of at least ``size`` values."""
+        if self.values.size < size:
+            self.values = np.empty(size)
+            self.flags = np.empty(size, dtype=bool)
 
 
 @dataclass(frozen=True)
@@ -96,13 +104,11 @@ def screened_statistics(
     parts = _share(blocks, n_threads)
 
     def run(part: list[np.ndarray]) -> None:
-        widest = max(2, max((b.size for b in part), default=1))
-        mask = np.empty((2, widest, Wt.shape[1]), dtype=bool)
-        scratch = _Scratch(np.empty(widest * (Wt.shape[1] + COLUMN_MULTIPLE)), mask)
+        scratch = _Scratch(step, Wt.shape[1])
         margins: tuple[float, float] | None = None
         for rows in part:
             if margins is None or not usable[rows[0]]:
-                stats[rows] = _whole_rows(problem, rows, mask)
+                stats[rows] = _whole_rows(problem, rows, scratch.mask)
             else:
                 stats[rows] = _screened_block(problem, rows, margins, scratch)
             if usable[rows[0]]:
@@ -165,7 +171,6 @@ def _screened_block(
     out = np.empty((rows.size, len(p.ranks)))
     missed = np.zeros(rows.size, dtype=bool)
     Xt = p.Xt[rows]
-    flat_mask = scratch.mask.reshape(-1)
     for side in (1, -1):
         cols = slice(0, p.n_low) if side == 1 else slice(p.n_low, None)
         if side == 1:  # lower tail: values ≤ the rows' limits
@@ -189,8 +194,9 @@ def _screened_block(
         if keep.size <= max(depths):
             missed[:] = True
             break
+        scratch.reserve(max(2, rows.size) * (keep.size + COLUMN_MULTIPLE))
         F = gathered_products(Xt, p.Wt, keep, scratch.values, side * np.inf)
-        out[:, cols], short = select_tail(F, depths, limit, side, flat_mask)
+        out[:, cols], short = select_tail(F, depths, limit, side, scratch.flags)
         missed |= short
     if missed.any():
         out[missed] = _whole_rows(p, rows[missed], scratch.mask)
