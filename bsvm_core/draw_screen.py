@@ -88,7 +88,7 @@ def kd_blocks(unit: np.ndarray, rows: np.ndarray, size: int) -> list[np.ndarray]
     """``rows`` split in halves along the coordinate of ŷ with the widest range, recursively, down
     to blocks of at most ``size`` rows (a k-d tree's leaves, in the tree's order)."""
     leaves: list[np.ndarray] = []
-    stack = [rows]
+    stack = [rows] if rows.size else []
     while stack:
         idx = stack.pop()
         if idx.size <= size:

@@ -94,7 +94,8 @@ def screened_statistics(
     Xt = np.column_stack([np.ones(n), X])
     guide = _guide(Xt, moments, tails, Wt.shape[1])
     unit, sigma, slack = row_axes(Xt, draws)
-    usable = (sigma > 0) & np.isfinite(slack) & np.all(np.isfinite(guide), axis=0)
+    needed = [0, 1] + [2 + i for i in (0, 1) if tails[i]]  # a tail not needed has no position
+    usable = (sigma > 0) & np.isfinite(slack) & np.all(np.isfinite(guide[needed]), axis=0)
     n_low = sum(r < tails[0] for r in ranks)
     problem = _Problem(Xt, Wt, draws, ranks, n_low, tails, guide, unit, sigma, slack, step)
     blocks = kd_blocks(unit, np.flatnonzero(usable), min(BLOCK_ROWS, budget_rows))
