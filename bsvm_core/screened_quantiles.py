@@ -37,6 +37,10 @@ from .draw_screen import (
 BLOCK_ROWS = 128
 """Rows per screened block: smaller blocks have tighter bounds but more calls per row."""
 
+FIRST_MARGIN = 0.5
+"""SDs by which a thread's first block's limits overshoot the guide's positions (the later
+blocks' margins are learnt): rows it misses go whole, as a first block did before."""
+
 
 class _Scratch:
     """A thread's working memory: the whole rows' two masks, and flat buffers for the gathered
@@ -106,9 +110,9 @@ def screened_statistics(
 
     def run(part: list[np.ndarray]) -> None:
         scratch = _Scratch(step, Wt.shape[1])
-        margins: tuple[float, float] | None = None
+        margins = (FIRST_MARGIN, FIRST_MARGIN)  # then the guide's error on the last block
         for rows in part:
-            if margins is None or not usable[rows[0]]:
+            if not usable[rows[0]]:
                 stats[rows] = _whole_rows(problem, rows, scratch.mask)
             else:
                 stats[rows] = _screened_block(problem, rows, margins, scratch)
