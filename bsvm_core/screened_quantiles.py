@@ -183,7 +183,6 @@ def _screened_block(
                 continue
             bound = float(z_lo.max()) + margins[0]
             keep = np.flatnonzero(lower <= bound)
-            keep = keep[np.argsort(lower[keep])]
             limit = np.minimum(mu + (z_lo + margins[0]) * sd, tail_limit(mu, sigma, slack, bound))
             depths = p.ranks[cols]
         else:  # upper tail, mirrored
@@ -191,7 +190,6 @@ def _screened_block(
                 continue
             bound = float(z_hi.min()) - margins[1]
             keep = np.flatnonzero(upper >= bound)
-            keep = keep[np.argsort(-upper[keep])]
             limit = np.maximum(
                 mu + (z_hi - margins[1]) * sd, -tail_limit(-mu, sigma, slack, -bound)
             )
