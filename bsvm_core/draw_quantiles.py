@@ -305,12 +305,14 @@ def projection_quantiles(
     quantiles: tuple[float, ...],
     max_bytes: int | float = DEFAULT_MAX_BYTES,
     n_threads: int = 1,
+    screen: bool = True,
 ) -> np.ndarray:
     """``np.quantile([1, X] @ [b; W], quantiles, axis=1)``, X (n, d), W (d, G), b (G,), by blocks.
 
     Returns (len(quantiles), n): numpy's linear rule on the same products x̃'w̃_g, where x̃ = (1, x)
     and w̃_g = (b_g, w_g). A block holds at most ``max_bytes`` (at least one row); ``n_threads``
-    threads share the rows (numpy releases the GIL in the heavy steps).
+    threads share the rows (numpy releases the GIL in the heavy steps). ``screen=False`` computes
+    every value (the path before ``screened_quantiles``; the bench compares the two).
     """
     n, G = X.shape[0], W.shape[1]
     Wt = np.vstack([intercept[None, :], W])
@@ -326,7 +328,7 @@ def projection_quantiles(
     moments = draw_moments(Wt)
     if n == 0:
         return result
-    if tails is not None:
+    if tails is not None and screen:
         from .screened_quantiles import screened_statistics  # it builds on this module
 
         with single_blas_thread():

@@ -165,3 +165,19 @@ def test_draws_without_spread_are_not_whitened() -> None:
     Wt = np.full((3, 100), 2.0)
     centre, M2 = draw_moments(Wt)[:2]
     assert draw_screen.whiten_draws(Wt, centre, M2) is None
+
+
+def test_without_the_screen_every_value_is_computed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``screen=False`` (the bench's before) takes the whole-row path, with the same numbers."""
+
+    def no_screen(*args: object) -> None:
+        raise AssertionError("screened")
+
+    rng = np.random.default_rng(6)
+    W, b = _dyadic(rng.normal(size=(3, 2000)) * 8), _dyadic(rng.normal(size=2000) * 8)
+    X = _dyadic(rng.normal(size=(500, 3)) * 4)
+    screened = projection_quantiles(X, W, b, (0.025, 0.975))
+    monkeypatch.setattr(screened_quantiles, "screened_statistics", no_screen)
+    got = projection_quantiles(X, W, b, (0.025, 0.975), screen=False)
+    np.testing.assert_array_equal(got, screened)
+    np.testing.assert_array_equal(got, _reference(X, W, b, (0.025, 0.975)))
