@@ -102,21 +102,24 @@ def screened_statistics(
     usable = (sigma > 0) & np.isfinite(slack) & np.all(np.isfinite(guide[needed]), axis=0)
     n_low = sum(r < tails[0] for r in ranks)
     problem = _Problem(Xt, Wt, draws, ranks, n_low, tails, guide, unit, sigma, slack, step)
-    blocks = kd_blocks(unit, np.flatnonzero(usable), min(BLOCK_ROWS, budget_rows))
+    size = min(BLOCK_ROWS, budget_rows)
+    screened = np.flatnonzero(usable)
+    # the k-d tree's top levels here, a few subtrees per thread; each thread splits its own
+    tops = kd_blocks(unit, screened, max(size, -(-screened.size // (4 * n_threads))))
     odd = np.flatnonzero(~usable)
-    blocks += [odd[i : i + step] for i in range(0, odd.size, step)]
+    tops += [odd[i : i + step] for i in range(0, odd.size, step)]
     stats = np.empty((n, len(ranks)))
-    parts = _share(blocks, n_threads)
+    parts = _share(tops, n_threads)
 
     def run(part: list[np.ndarray]) -> None:
         scratch = _Scratch(step, Wt.shape[1])
         margins = (FIRST_MARGIN, FIRST_MARGIN)  # then the guide's error on the last block
-        for rows in part:
-            if not usable[rows[0]]:
-                stats[rows] = _whole_rows(problem, rows, scratch.mask)
-            else:
+        for top in part:
+            if not usable[top[0]]:
+                stats[top] = _whole_rows(problem, top, scratch.mask)
+                continue
+            for rows in kd_blocks(unit, top, size):
                 stats[rows] = _screened_block(problem, rows, margins, scratch)
-            if usable[rows[0]]:
                 mu, sd, z_lo, z_hi = (v[rows] for v in guide)
                 margins = dq._learn_margins(stats[rows], n_low, mu, sd, (z_lo, z_hi)) or margins
 
@@ -140,7 +143,7 @@ def _guide(
 
 
 def _share(blocks: list[np.ndarray], n_threads: int) -> list[list[np.ndarray]]:
-    """The blocks in order, cut into at most ``n_threads`` runs of about equal row counts."""
+    """The row sets in order, cut into at most ``n_threads`` runs of about equal row counts."""
     n = sum(b.size for b in blocks)
     share = -(-n // max(1, n_threads))
     parts: list[list[np.ndarray]] = [[]]
