@@ -17,6 +17,12 @@ in their group's order (``draw_order``): a row's candidates then sit in long run
 which makes the compaction about twice as cheap (one group, and no sort, when there are few
 rows or the tails are wide). Threads share the rows: every heavy step is a numpy call that
 releases the GIL.
+
+When every quantile lies in the outer quarters and the draws vary, ``projection_quantiles`` goes
+through ``screened_quantiles`` instead, which computes only the values of the draws a bound lets
+reach each block's tails (``draw_screen``) and selects among them with the functions here; the
+path above remains for the rows it cannot bound or misses, for wide intervals and for draws
+without spread.
 """
 
 from __future__ import annotations
@@ -96,13 +102,16 @@ def _partition(F: np.ndarray, ranks: list[int]) -> np.ndarray:
     """Order statistics ``ranks`` (ascending) of each row, reordering F in place.
 
     One np.partition per rank on what lies above the previous one (numpy's multi-kth selection
-    is slow when the kth are far apart), and a plain minimum for a rank right after another.
+    is slow when the kth are far apart), and a plain minimum for a rank right after another
+    (swapped into place only when a rank follows).
     """
     out = np.empty((F.shape[0], len(ranks)))
     rows = np.arange(F.shape[0])
     done = 0  # the columns before ``done`` hold the ``done`` smallest values
     for i, r in enumerate(ranks):
-        if i and r == ranks[i - 1] + 1:  # == done: swap the minimum of the rest into place
+        if i and r == ranks[i - 1] + 1 and i == len(ranks) - 1:  # the last: its value only
+            out[:, i] = F[:, r:].min(axis=1)
+        elif i and r == ranks[i - 1] + 1:  # == done: swap the minimum of the rest into place
             at = np.argmin(F[:, r:], axis=1) + r
             out[:, i] = F[rows, at]
             F[rows, at] = F[:, r]
@@ -296,12 +305,14 @@ def projection_quantiles(
     quantiles: tuple[float, ...],
     max_bytes: int | float = DEFAULT_MAX_BYTES,
     n_threads: int = 1,
+    screen: bool = True,
 ) -> np.ndarray:
     """``np.quantile([1, X] @ [b; W], quantiles, axis=1)``, X (n, d), W (d, G), b (G,), by blocks.
 
     Returns (len(quantiles), n): numpy's linear rule on the same products x̃'w̃_g, where x̃ = (1, x)
     and w̃_g = (b_g, w_g). A block holds at most ``max_bytes`` (at least one row); ``n_threads``
-    threads share the rows (numpy releases the GIL in the heavy steps).
+    threads share the rows (numpy releases the GIL in the heavy steps). ``screen=False`` computes
+    every value (the path before ``screened_quantiles``; the bench compares the two).
     """
     n, G = X.shape[0], W.shape[1]
     Wt = np.vstack([intercept[None, :], W])
@@ -317,6 +328,16 @@ def projection_quantiles(
     moments = draw_moments(Wt)
     if n == 0:
         return result
+    if tails is not None and screen:
+        from .screened_quantiles import screened_statistics  # it builds on this module
+
+        with single_blas_thread():
+            budget_rows = int(max(1, max_bytes / n_threads // (G * BYTES_PER_VALUE)))
+            stats = screened_statistics(X, Wt, moments, ranks, step, budget_rows, n_threads)
+        if stats is not None:
+            for i, (below, above, gamma) in enumerate(positions):
+                result[i] = lerp(stats[:, where[below]], stats[:, where[above]], gamma)
+            return result
     n_groups = 1 if tails is None else n_groups_for(n, step)  # whole-row partition: no runs
     if n_groups > 1:
         centres, labels = group_rows(X, moments[1], n_groups)
