@@ -67,10 +67,17 @@ from .linear_partition_passes import (
     sample_block,
 )
 
-SAMPLE_ROWS = 20_000
-"""Rows the sample pass brings back (all of them when the data set is no larger)."""
-BAND_ROWS = 100_000
+SAMPLE_ROWS = 200_000
+"""Rows the sample pass brings back (all of them when the data set is no larger): its solution
+starts the Newton passes, or, when its band is small enough, gives the band at once. A sample of
+20,000 left 3M × 20 rows two Newton steps from a band to gather."""
+BAND_ROWS = 200_000
 """Most rows a problem's band may hold when it is gathered."""
+ROW_VALUES = 4_000_000
+"""Wide data: the sample and the band hold at most this many values (rows × features, 32 MB of
+float64), but never fewer rows than WIDE_SAMPLE_ROWS and WIDE_BAND_ROWS."""
+WIDE_SAMPLE_ROWS = 20_000
+WIDE_BAND_ROWS = 100_000
 MU_LAST = 1e-8
 """Smallest smoothing width: the band is gathered there whatever its size."""
 STAGE_STEPS = 30
@@ -144,7 +151,8 @@ def fit_linear_partitioned(
     ``scheme`` ("ovr" or "ovo") decomposes more than two classes (``multiclass.binary_problems``);
     the first pass raises ValueError for non-finite X or fewer than two classes.
     """
-    fraction = min(1.0, SAMPLE_ROWS / max(parts.n_rows, 1))
+    d = parts.n_features
+    fraction = min(1.0, row_cap(SAMPLE_ROWS, WIDE_SAMPLE_ROWS, d) / max(parts.n_rows, 1))
     blocks = parts.map_gather(sample_block, fraction, seed)
     if not all(finite for _, _, _, finite, _, _ in blocks):
         raise ValueError("Input X contains NaN or infinity.")
@@ -175,6 +183,16 @@ def fit_linear_partitioned(
     passes = 1 + _newton_passes(parts, classes, problems, states, fit_intercept, max_iter)
     passes += _finish(parts, classes, problems, states, fit_intercept, tol, max_iter)
     return PartitionedFit([s.solution for s in states], passes, **result)
+
+
+def row_cap(rows: int, wide_rows: int, n_features: int) -> int:
+    """min(rows, max(wide_rows, ROW_VALUES / d)): a row limit for d features (``ROW_VALUES``)."""
+    return min(rows, max(wide_rows, ROW_VALUES // max(n_features, 1)))
+
+
+def _band_rows(n_features: int) -> int:
+    """Most rows a band of ``n_features`` features may hold when it is gathered."""
+    return row_cap(BAND_ROWS, WIDE_BAND_ROWS, n_features)
 
 
 def _problem_size(counts: np.ndarray, problem: tuple[int, int]) -> int:
@@ -214,7 +232,7 @@ def _start(
         state.mu = state.width = WARM_MU
         z = 1.0 - y * (X @ state.w + state.b)
         band = np.count_nonzero((z > -BAND * WARM_MU) & (z < (1.0 + BAND) * WARM_MU))
-        state.newton = band * n / m > 0.5 * BAND_ROWS  # else the sample's band is gathered at once
+        state.newton = band * n / m > _band_rows(d)  # else the sample's band is gathered at once
     return state
 
 
@@ -286,7 +304,7 @@ def _stage_done(
     max_iter: int,
 ) -> None:
     """After F_μ's minimiser: gather the widest band that is small enough, else go on at μ/10."""
-    fits = np.flatnonzero(sums[2] <= BAND_ROWS)
+    fits = np.flatnonzero(sums[2] <= _band_rows(s.w.size))
     stuck = sums_next[2][0] > STUCK * sums[2][0]  # rows sit on the margin: narrower won't help
     if fits.size or stuck or s.mu <= MU_LAST or s.steps >= max_iter:
         s.width = s.mu * float(BAND_WIDTHS[fits[0] if fits.size else -1])
