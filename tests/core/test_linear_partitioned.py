@@ -205,3 +205,12 @@ def test_hard_margin_starts_from_every_kth_sampled_row(monkeypatch) -> None:
     assert ours.converged_.all()
     assert ours.objective_[0] == pytest.approx(ref.objective_[0], rel=1e-8)
     np.testing.assert_allclose(ours.coef_, ref.coef_, rtol=0, atol=1e-6)
+
+
+def test_the_sample_is_a_share_of_the_rows_within_its_caps() -> None:
+    rows = linear_partitioned.sample_rows
+    assert rows(100_000, 20) == 20_000  # the floor
+    assert rows(1_000_000, 20) == 50_000  # SAMPLE_FRACTION
+    assert rows(3_000_000, 20) == 150_000
+    assert rows(10_000_000, 20) == 200_000  # SAMPLE_ROWS
+    assert rows(10_000_000, 1_000) == 20_000  # wide rows: ROW_VALUES
