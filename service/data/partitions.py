@@ -142,20 +142,16 @@ def fit_scaler(parts: RowPartitions) -> StandardScaler:
     return scaler
 
 
-Stats = tuple[np.ndarray, np.ndarray, np.ndarray]
-"""A block's column sums, minima and maxima (``block_stats``)."""
-
-
-def block_stats(X: np.ndarray) -> Stats:
-    """(Σ_i x_i, min_i x_i, max_i x_i) per column of one block."""
+def _stats(X: np.ndarray, y: np.ndarray, p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return X.sum(axis=0), X.min(axis=0), X.max(axis=0)
 
 
-def combine_stats(results: Sequence[Stats], n_rows: int) -> dict[str, list[float]]:
-    """Column means, minima and maxima from every block's ``block_stats``."""
+def feature_stats(parts: RowPartitions) -> dict[str, list[float]]:
+    """Column means, minima and maxima in one pass (``service.plots.data.feature_stats``)."""
+    results = parts.map_gather(_stats)
     total = np.sum([r[0] for r in results], axis=0)
     return {
-        "mean": (total / n_rows).tolist(),
+        "mean": (total / parts.n_rows).tolist(),
         "min": np.min([r[1] for r in results], axis=0).tolist(),
         "max": np.max([r[2] for r in results], axis=0).tolist(),
     }

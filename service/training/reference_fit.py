@@ -26,16 +26,8 @@ from typing import Any
 import numpy as np
 from sklearn.pipeline import Pipeline
 
-from bsvm_core.partitions import sum_results
 from service.data.loading import PartLoader, iter_blocks
-from service.data.partitions import (
-    ScaledPartitions,
-    Stats,
-    block_stats,
-    combine_stats,
-    fit_scaler,
-    open_partitions,
-)
+from service.data.partitions import ScaledPartitions, feature_stats, fit_scaler, open_partitions
 from service.training.metrics import heldout_split
 from service.training.reference_progress import ReferenceProgress
 from service.training.tasks import TrainTask
@@ -81,18 +73,6 @@ def dask_client(n_jobs: int) -> Any:
 
 
 def _confusion(X: np.ndarray, y: np.ndarray, p: int, model: Any, classes: np.ndarray) -> np.ndarray:
-    """Counts[i, j] of rows of class ``classes[i]`` predicted ``classes[j]``."""
-    return confusion_counts(X, y, model, classes)
-
-
-def _evaluated(
-    X: np.ndarray, y: np.ndarray, p: int, model: Any, classes: np.ndarray
-) -> tuple[np.ndarray, Stats]:
-    """One block's confusion counts and column statistics: the fit's last pass does both."""
-    return confusion_counts(X, y, model, classes), block_stats(X)
-
-
-def confusion_counts(X: np.ndarray, y: np.ndarray, model: Any, classes: np.ndarray) -> np.ndarray:
     """Counts[i, j] of rows of class ``classes[i]`` predicted ``classes[j]``."""
     true = np.searchsorted(classes, y)
     pred = np.searchsorted(classes, model.predict(X))
@@ -182,12 +162,11 @@ def fit_by_reference(task: TrainTask, report: Any, *, n_jobs: int = 1) -> FitRes
         progress.enter("evaluating")
         model = Pipeline([("scale", scaler), ("model", core)]) if scaler else core
         classes = np.asarray(core.classes_)
-        evaluated = parts.map_gather(_evaluated, model, classes)
         metrics: dict[str, Any] = {
-            "train": confusion_metrics(sum_results([counts for counts, _ in evaluated])),
+            "train": confusion_metrics(parts.map_sum(_confusion, model, classes)),
             "heldout": None,
         }
-        stats = combine_stats([block for _, block in evaluated], parts.n_rows)
+        stats = feature_stats(parts)
         n_train = parts.n_rows
         passes = int(getattr(parts, "passes", 0)) or None
     finally:
