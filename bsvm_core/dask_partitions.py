@@ -97,11 +97,13 @@ class DaskPartitions:
     ) -> DaskPartitions:
         """Partitions read by ``loader()`` (``(X, y)``) on the workers: one task each, its result
         kept on its worker (``keep``), or read again by every pass. ``shapes`` ((rows, features)
-        per partition, when the metadata gives them) spare the streamed mode a reading pass."""
+        per partition, when the metadata gives them) spare a pass that waits for every partition:
+        kept partitions are then still being read when the first pass is submitted, and each of
+        its tasks runs as soon as its partition is in (a reading error surfaces in that pass)."""
         if not keep:
             return cls(client, loaders, keep=False, shapes=shapes, on_partition=on_partition)
         futures = [client.submit(loader, pure=False) for loader in loaders]
-        return cls(client, futures, on_partition=on_partition)
+        return cls(client, futures, shapes=shapes, on_partition=on_partition)
 
     @classmethod
     def from_arrays(cls, client: Any, blocks: Sequence[Block]) -> DaskPartitions:

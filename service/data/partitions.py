@@ -191,11 +191,9 @@ def open_partitions(
     if client is not None:
         from bsvm_core.dask_partitions import DaskPartitions
 
-        if keeps(client, loaders):
-            return DaskPartitions.from_loaders(client, loaders, on_partition=on_partition)
         known = data_bytes(loaders) is not None
         shapes = [(int(p.rows or 0), len(p.features)) for p in loaders] if known else None
         return DaskPartitions.from_loaders(
-            client, loaders, keep=False, shapes=shapes, on_partition=on_partition
+            client, loaders, keep=keeps(client, loaders), shapes=shapes, on_partition=on_partition
         )
     return StreamedPartitions(loaders, on_partition)

@@ -4,7 +4,8 @@ The fit reads its partitions pass after pass (``service.data.partitions``); each
 calls ``partition(done, total)``, and the estimator's own hook (``set_progress_callback``) calls
 ``fit(fraction)``. The job sees a ``ProgressDetail`` (``service.schemas.jobs``):
 
-* ``stage``: ``reading`` (the first pass: partitions read and counted), ``scaling`` (the two
+* ``stage``: ``reading`` (the first pass: partitions read and counted; none on Dask when the
+  metadata gives every row count: the fit's first pass reads them), ``scaling`` (the two
   passes of ``preprocess: standard``), ``fitting``, ``evaluating`` (metrics and plot data);
 * ``pass``: passes begun so far, every stage counted; ``partitions_done`` of ``partitions`` in it;
 * ``iterations``: passes the fitting stage completed; the solvers by partitions make one per

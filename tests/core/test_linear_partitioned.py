@@ -182,3 +182,35 @@ def test_band_solves_after_a_check_pass_start_at_the_band_width(monkeypatch) -> 
     assert len(set(starts)) == 1 and starts[0] >= 1e-4
     ref = LinearSVM(C=1.0).fit(X, y)
     _assert_same_optimum(ours, ref, X, y)
+
+
+def test_sample_and_band_caps_shrink_for_wide_data() -> None:
+    cap = linear_partitioned.row_cap
+    assert cap(200_000, 20_000, 20) == 200_000  # 4M values: 200,000 rows of 20
+    assert cap(200_000, 20_000, 100) == 40_000
+    assert cap(200_000, 20_000, 5_000) == 20_000  # never below the wide floor
+    assert cap(600, 20_000, 6) == 600  # a smaller cap stays
+
+
+@pytest.mark.usefixtures("partitioned")
+def test_hard_margin_starts_from_every_kth_sampled_row(monkeypatch) -> None:
+    monkeypatch.setattr(linear_partitioned, "HARD_SAMPLE_ROWS", 150)  # 600 sampled: every 4th
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(3000, 4))
+    f = X @ np.array([2.0, -1.0, 0.5, 1.0]) - 0.2
+    keep = np.abs(f) > 0.3
+    X, y = X[keep], np.where(f[keep] > 0, "pos", "neg")
+    ours = LinearSVM(C=float("inf")).fit_partitions(_layout(X, y, "seven"))
+    ref = LinearSVM(C=float("inf")).fit(X, y)
+    assert ours.converged_.all()
+    assert ours.objective_[0] == pytest.approx(ref.objective_[0], rel=1e-8)
+    np.testing.assert_allclose(ours.coef_, ref.coef_, rtol=0, atol=1e-6)
+
+
+def test_the_sample_is_a_share_of_the_rows_within_its_caps() -> None:
+    rows = linear_partitioned.sample_rows
+    assert rows(100_000, 20) == 20_000  # the floor
+    assert rows(1_000_000, 20) == 50_000  # SAMPLE_FRACTION
+    assert rows(3_000_000, 20) == 150_000
+    assert rows(10_000_000, 20) == 200_000  # SAMPLE_ROWS
+    assert rows(10_000_000, 1_000) == 20_000  # wide rows: ROW_VALUES
