@@ -199,6 +199,7 @@ def test_a_job_with_a_free_slot_and_none_queued_before_it_is_added_claimed(setti
     assert job_row(manager, second).status == "queued"  # no free slot: queued, as before
     assert wait_done(manager, second)["status"] == "succeeded"
     manager.shutdown()
+    manager.executor.close()
 
 
 def test_a_job_added_behind_queued_ones_leaves_them_first(settings):
@@ -206,12 +207,14 @@ def test_a_job_added_behind_queued_ones_leaves_them_first(settings):
     stopped.submit(slow_task(seconds=60.0))
     older = stopped.submit(slow_task(name="older"))["job_id"]
     stopped.shutdown()  # both back in the queue, nobody runs them
+    stopped.executor.close()
     manager = make_queue(settings.model_copy(update={"train_concurrency": 1}), start=False)
     newer = manager.submit(slow_task(name="newer"))["job_id"]  # no dispatcher: only submit claims
     assert job_row(manager, newer).status == "queued"  # the oldest queued job took the slot
     assert job_row(manager, older).status == "queued"
     assert len(manager._running) == 1 and newer not in manager._running
     manager.shutdown()
+    manager.executor.close()  # its warm workers go now (a queue never started is freed late)
 
 
 def test_a_synchronous_wait_is_answered_from_the_save_not_the_rows(manager, monkeypatch):
