@@ -192,8 +192,11 @@ class JobQueue:
             except BaseException:
                 self._ended.pop(job_id, None)
                 raise
-            if claimed:
-                self._start(job_id, data, known=task, fresh=True)
+            try:  # under the lock: the dispatcher counts it among the fits before it claims
+                if claimed:
+                    self._start(job_id, data, known=task, fresh=True)
+            except Exception:  # its lease runs out and it is queued again
+                logger.exception("job %s could not be started at submit", job_id)
         try:  # else a free slot claims the oldest queued job at once, as the dispatcher would
             if not claimed:
                 self._claim({job_id: task})
