@@ -9,9 +9,11 @@ copying::
 ``s3://bucket/prefix`` (s3fs; ``endpoint_url`` for MinIO or moto; credentials from the usual
 ``AWS_*`` environment variables). Artifacts are write-once under their model id:
 
-* file: the bytes go to ``.tmp-<hex>`` in the model's folder, are fsynced, and are hard-linked to
-  ``model.joblib`` (a rename that refuses to replace; a plain rename where links are not
-  supported), then the folder is fsynced. A crash leaves at most a temporary file.
+* file: the bytes go to ``.tmp-<hex>`` in the model's folder, are fsynced (and, at the same time,
+  the root that holds the new folder), and are hard-linked to ``model.joblib`` (a rename that
+  refuses to replace; a plain rename where links are not supported), then the folder is
+  fsynced. A crash leaves at most a temporary file: the name never reaches the disk before the
+  bytes do.
 * s3: one PUT with ``If-None-Match: *`` (atomic, exclusive object creation; needs an S3 that
   honours conditional writes: AWS, moto, recent MinIO; s3fs >= 2025.7). Objects over 100 MB
   go multipart, completed under the same condition.
@@ -35,6 +37,7 @@ import contextlib
 import logging
 import os
 import re
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -94,6 +97,13 @@ def fsync_dir(path: str) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def _in_thread(fn: Callable[[str], None], arg: str) -> threading.Thread:
+    """``fn(arg)`` started in a thread of its own (join it)."""
+    thread = threading.Thread(target=fn, args=(arg,), name="artifact-fsync", daemon=True)
+    thread.start()
+    return thread
 
 
 def _mtime(info: dict[str, Any]) -> float | None:
@@ -247,10 +257,14 @@ class ArtifactStore:
             raise ArtifactExists(f"artifact of {model_id} already stored") from exc
 
     def _put_local(self, model_id: str, path: str, data: bytes) -> None:
-        """Temporary file, fsync, no-replace rename (hard link) into place, fsync the folder and,
-        when it was created here, the root: the root's fsync comes last, after the file's has
-        committed the journal that holds the new folder too, so it costs one journal commit less
-        (every entry is still on disk before this returns)."""
+        """Temporary file, fsync, no-replace rename (hard link) into place, fsync the folder.
+
+        When the folder was created here, the root's fsync (its new entry) runs in a thread
+        meanwhile, beside the file's and the folder's: flushes issued together cost about one
+        (on a shared disk, 1-4 ms each when issued one after the other). The order that matters
+        stays: the bytes are on disk before the link that names them, and every entry is on
+        disk before this returns.
+        """
         folder = self._folder(model_id)
         if os.path.exists(path):
             raise ArtifactExists(f"artifact of {model_id} already stored")
@@ -260,10 +274,13 @@ class ArtifactStore:
         except FileExistsError:
             created = False
         tmp = f"{folder}/{TMP_PREFIX}{uuid.uuid4().hex}"
+        root_synced: threading.Thread | None = None
         try:
             with open(tmp, "xb") as fh:
                 fh.write(data)
                 fh.flush()
+                if created:
+                    root_synced = _in_thread(fsync_dir, self.root)
                 os.fsync(fh.fileno())
             try:
                 os.link(tmp, path)
@@ -277,8 +294,8 @@ class ArtifactStore:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
         fsync_dir(folder)
-        if created:
-            fsync_dir(self.root)
+        if root_synced is not None:
+            root_synced.join()
 
     def delete(self, model_id: str) -> None:
         """Remove the artifact (and the folder) of ``model_id``; nothing happens when absent."""

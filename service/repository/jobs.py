@@ -127,32 +127,53 @@ class JobStore:
         max_queued: int,
         kind: str = "train",
         model_id: str | None = None,
-    ) -> None:
-        """Queue a job of ``kind`` with its task ``data`` (429 when ``max_queued`` jobs wait)."""
+        claim: tuple[str, float] | None = None,
+    ) -> bool:
+        """Queue a job of ``kind`` with its task ``data`` (429 when ``max_queued`` jobs wait).
+
+        ``claim``, ``(owner, lease_s)``: when no other job is queued, the job is inserted
+        already claimed by ``owner`` (as ``claim_oldest`` would have claimed it, the oldest
+        queued job, in the same transaction). True when it was claimed so.
+        """
         with self.db.write() as conn:
-            waiting = conn.execute(
-                select(func.count()).select_from(jobs).where(jobs.c.status == "queued")
-            ).scalar()
-            if int(waiting or 0) >= max_queued:
+            waiting = int(
+                conn.execute(
+                    select(func.count()).select_from(jobs).where(jobs.c.status == "queued")
+                ).scalar()
+                or 0
+            )
+            if waiting >= max_queued:
                 raise Busy(
                     f"{waiting} jobs are waiting (BSVM_MAX_QUEUED); retry later",
                     headers={"Retry-After": str(RETRY_AFTER_S)},
                 )
+            now = now_iso()
+            values: dict[str, Any] = {"status": "queued", "progress": 0.0, "attempts": 0}
+            claimed = claim is not None and waiting == 0
+            if claim is not None and claimed:
+                owner, lease_s = claim
+                values = {
+                    "status": "running",
+                    "owner": owner,
+                    "lease_expires": time.time() + lease_s,
+                    "attempts": 1,
+                    "started_at": now,
+                    "progress": 0.05,
+                }
             conn.execute(
                 insert(jobs).values(
                     job_id=job_id,
                     kind=kind,
                     model_id=model_id,
-                    status="queued",
                     model_type=model_type,
                     name=name,
-                    progress=0.0,
                     cancel_requested=False,
-                    attempts=0,
-                    created_at=now_iso(),
+                    created_at=now,
+                    **values,
                 )
             )
             conn.execute(insert(job_payloads).values(job_id=job_id, data=data))
+        return claimed
 
     def claim_oldest(self, owner: str, lease_s: float) -> tuple[str, bytes | None, str] | None:
         """Take the oldest queued job for ``owner``: its id, task and kind; None when none is

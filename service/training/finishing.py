@@ -99,6 +99,8 @@ class Running:
     lost: bool = False
     saving: bool = False
     """The fit is over and its model is being stored: the job no longer takes a fitting slot."""
+    record: dict[str, Any] | None = None
+    """The stored model's record, once its row and the job's end have committed."""
 
 
 class JobFinisher:
@@ -157,7 +159,7 @@ class JobFinisher:
         failures = 0
         while True:
             try:
-                self.store.save_prepared(
+                running.record = self.store.save_prepared(
                     pending,
                     replace_schema=bool(task.meta.get("replace_schema")),
                     then=lambda conn, record: self.job_store.finish_saved(

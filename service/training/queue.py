@@ -136,6 +136,9 @@ class JobQueue:
         self._stop = threading.Event()
         self._ended: dict[str, threading.Event] = {}
         """Set when a job this process ran has ended (its row committed); per waited job id."""
+        self._answers: dict[str, dict[str, Any]] = {}
+        """The stored model's record of a waited job this process ended ``succeeded`` (the
+        request answers with it instead of reading the job's and the model's rows again)."""
         self._claim_lock = threading.Lock()
         self._last_purge = self._last_reap = self._last_renewal = 0.0
         # leases are renewed, and expired ones looked for, a fifth of a lease apart (at most 1 s)
@@ -176,13 +179,27 @@ class JobQueue:
         """Queue ``task`` as a new job (429 when ``max_queued`` jobs already wait); its view."""
         job_id = new_job_id()
         data = encode_task(task)
-        self.job_store.add(
-            job_id, task.model_type, task.meta["name"], data, self.settings.max_queued
-        )
         if not task.meta.get("background", True):
             self._ended.setdefault(job_id, threading.Event())
-        try:  # a free slot here claims it at once (the oldest queued job, as the dispatcher would)
-            self._claim({job_id: task})
+        with self._claim_lock:  # a free slot here, and no job queued before it: claimed as added
+            free = self._fitting() < self.settings.train_concurrency and not self._stop.is_set()
+            claim = (self.owner, self.settings.job_lease_s) if free else None
+            try:
+                claimed = self.job_store.add(
+                    job_id, task.model_type, task.meta["name"], data, self.settings.max_queued,
+                    claim=claim,
+                )  # fmt: skip
+            except BaseException:
+                self._ended.pop(job_id, None)
+                raise
+            try:  # under the lock: the dispatcher counts it among the fits before it claims
+                if claimed:
+                    self._start(job_id, data, known=task, fresh=True)
+            except Exception:  # its lease runs out and it is queued again
+                logger.exception("job %s could not be started at submit", job_id)
+        try:  # else a free slot claims the oldest queued job at once, as the dispatcher would
+            if not claimed:
+                self._claim({job_id: task})
         except Exception as exc:  # the dispatcher claims it later
             if backend_down(exc) is None:
                 logger.exception("job %s could not be claimed at submit", job_id)
@@ -206,9 +223,14 @@ class JobQueue:
     def wait(self, job_id: str, timeout_s: float | None = None) -> dict[str, Any]:
         """Block until ``job_id`` ends; its model record, or raise the error it ended with."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        ended = self._ended.setdefault(job_id, threading.Event())
+        with self._lock:
+            ended = self._ended.setdefault(job_id, threading.Event())
         try:
             while True:
+                with self._lock:
+                    record = self._answers.pop(job_id, None)
+                if record is not None:  # stored here: its rows committed just now
+                    return record
                 view = self.get(job_id)
                 if view["status"] not in ACTIVE:
                     break
@@ -216,7 +238,9 @@ class JobQueue:
                     raise TrainingTimeout(f"job {job_id} did not finish in {timeout_s:g} s")
                 ended.wait(self._wait_step(job_id))
         finally:
-            self._ended.pop(job_id, None)
+            with self._lock:
+                self._ended.pop(job_id, None)
+                self._answers.pop(job_id, None)
         if view["status"] == "succeeded" and view["model_id"]:
             return self.store.get_record(view["model_id"])
         raise error_of(view)
@@ -285,8 +309,15 @@ class JobQueue:
             return sum(not r.saving for r in self._running.values())
 
     def _start(
-        self, job_id: str, data: bytes | None, kind: str = TRAIN, known: TrainTask | None = None
+        self,
+        job_id: str,
+        data: bytes | None,
+        kind: str = TRAIN,
+        known: TrainTask | None = None,
+        fresh: bool = False,
     ) -> None:
+        """Run a claimed job in a thread; ``fresh``: just added, so no earlier owner kept a
+        fitted model in its row."""
         if kind != TRAIN:
             self._start_other(job_id, data, kind)
             return
@@ -295,7 +326,7 @@ class JobQueue:
             if data is None:
                 raise KeyError("payload missing")
             task = known if known is not None else decode_task(data, self.model_types)
-            held = self.job_store.kept_result(job_id)
+            held = None if fresh else self.job_store.kept_result(job_id)
             if held is not None:  # fitted before its last owner stopped: store it, fit nothing
                 kept = self.store.pending_from(*held)
         except (DatabaseUnavailable, StoreUnavailable):
@@ -379,11 +410,13 @@ class JobQueue:
             self._forget(job_id)
 
     def _forget(self, job_id: str) -> None:
-        """This process no longer runs ``job_id``: its slot is free, its waiters and the
-        dispatcher wake."""
+        """This process no longer runs ``job_id``: its slot is free, its waiters (handed the
+        stored model's record, when there is one) and the dispatcher wake."""
         with self._lock:
-            self._running.pop(job_id, None)
+            running = self._running.pop(job_id, None)
             self._threads.pop(job_id, None)
+            if running is not None and running.record is not None and job_id in self._ended:
+                self._answers[job_id] = running.record
         self._job_ended(job_id)
         self._wake.set()
 

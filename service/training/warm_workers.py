@@ -4,7 +4,9 @@ A training's worker used to start when its job did (10-40 ms of process start on
 path). ``WarmWorkers`` keeps ``size`` of them forked from the training forkserver (whose modules
 and first calls are warm, ``worker.PRELOAD``), each blocked on its pipe; ``take`` hands one out
 then its replacement starts in the background once that training is over. One task per process stays: the process ends
-with its task, so a cancel or a timeout still kills it (``worker.follow``).
+with its task, so a cancel or a timeout still kills it (``worker.follow``). While it waits, a
+worker warms its own memory up (``priming``: its first fit no longer pays thousands of
+copy-on-write and fresh page faults), a step at a time, and stops as soon as its task is there.
 """
 
 from __future__ import annotations

@@ -50,6 +50,7 @@ PRELOAD = [
     "bsvm_core.solvers.bayes_em",
     "bsvm_core.solvers.bayes_ecme",
     "bsvm_core.solvers.bayes_em_finish",
+    "service.training.priming",
     "service.training.warm_up",  # last: fits each quick model type once (first calls warm)
 ]
 _CONTEXT: Any = None
@@ -268,8 +269,12 @@ def path_main(task: TrainTask, messages: Any, estimator: Any) -> None:
 
 
 def waiting_worker_main(tasks: Any, messages: Any) -> None:
-    """Entry point of a warm worker: wait for one task on the pipe ``tasks``, then serve it."""
+    """Entry point of a warm worker: warm itself up until its task is there (``priming``), wait
+    for that one task on the pipe ``tasks``, then serve it."""
     exit_with_parent()
+    from service.training.priming import prime  # preloaded by the forkserver
+
+    prime(tasks.poll)
     try:
         task = tasks.recv()
     except (EOFError, OSError):  # its server stopped or let it go unused

@@ -22,6 +22,8 @@ import json
 import re
 from typing import Any, Protocol
 
+import numpy as np
+
 from service.errors import ApiError, BadRequest, InvalidInput, detail
 from service.inference.query import PredictQuery
 from service.repository.store import ModelStore
@@ -183,6 +185,17 @@ def train_payload(
 ) -> dict[str, Any]:
     """The ``POST /train`` JSON body equivalent to a CSV body and its query."""
     model_type, target = _require(query, "model_type"), _require(query, "target")
+    fast = numeric_table(raw, target)
+    if fast is not None:
+        names, X, labels = fast
+        payload: dict[str, Any] = {
+            "model_type": model_type,
+            "X": X,
+            "y": as_labels(labels),
+            "feature_names": names,
+            "target": target,
+        }
+        return _with_query(payload, query)
     header, rows = read_table(raw)
     if target not in header:
         raise InvalidInput("target column not found", [detail("target", "not a CSV column")])
@@ -198,13 +211,46 @@ def train_payload(
     labels = [row[t].strip() for row in rows]
     if any(label == "" for label in labels):
         raise InvalidInput("a label is empty", [detail("y", "every row needs a label")])
-    payload: dict[str, Any] = {
+    payload = {
         "model_type": model_type,
         "X": parse_numbers(rows, features, names),
         "y": as_labels(labels),
         "feature_names": names,
         "target": target,
     }
+    return _with_query(payload, query)
+
+
+def numeric_table(raw: bytes, target: str) -> tuple[list[str], np.ndarray, list[str]] | None:
+    """Feature names, float64 rows and label cells of a plain CSV whose features are numbers
+    (``csv_matrix``: no ``csv.reader``, no ``float`` per cell; breast cancer: 1 ms against
+    10 ms); None when the general path must read it (it then gives the exact error)."""
+    text = read_text(raw)  # its 400 and 422 first, as on the general path
+    header: list[str] = []
+
+    def read_all(names: list[str]) -> frozenset[int]:
+        header[:] = names
+        if names.count(target) != 1 or len(set(names)) != len(names):
+            return frozenset(range(len(names)))  # no column left: the general path
+        return frozenset()
+
+    # numeric labels too: every column at once (0.4 ms); else all but the labels (loadtxt)
+    fast = numeric_matrix(raw, read_all)
+    if fast is None and header.count(target) == 1 and len(set(header)) == len(header):
+        fast = numeric_matrix(raw, lambda names: frozenset({names.index(target)}))
+    if fast is None:
+        return None
+    t = header.index(target)
+    lines = text.lstrip("\ufeff").replace("\r\n", "\n").strip("\n").split("\n")[1:]
+    labels = [line.split(",")[t].strip() for line in lines if line]
+    matrix = fast[1]
+    if len(labels) != matrix.shape[0] or any(label == "" for label in labels):
+        return None
+    return [name for j, name in enumerate(header) if j != t], np.delete(matrix, t, axis=1), labels
+
+
+def _with_query(payload: dict[str, Any], query: QueryValues) -> dict[str, Any]:
+    """``payload`` with the query's other fields of the JSON body (``TRAIN_QUERY``)."""
     for key in TRAIN_QUERY.keys() - payload.keys() - set(EVALUATION_SHORTCUTS):
         if query.get(key):
             payload[key] = _json_object(query, key) if key in JSON_QUERY else query[key]

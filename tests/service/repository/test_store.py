@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import threading
+import time
 
 import joblib
 import numpy as np
@@ -12,8 +14,15 @@ import pytest
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sqlalchemy import update
 
-from service.errors import ArtifactMissing, ArtifactRefused, InvalidInput, NotFound
+from service.errors import (
+    ArtifactMissing,
+    ArtifactRefused,
+    InvalidInput,
+    NotFound,
+    StoreUnavailable,
+)
 from service.logs import JsonFormatter
+from service.repository.artifacts import ArtifactExists
 from service.repository.opening import open_store
 from service.repository.registry import is_model_id
 from service.repository.store import ModelStore
@@ -239,3 +248,46 @@ def test_delete_removes_files_cache_and_aliases(store, settings):
         store.resolve("demo@stable")
     with pytest.raises(NotFound):
         store.get_record(rec["model_id"])
+
+
+def test_the_row_commits_only_once_its_artifact_is_on_disk(store, settings, monkeypatch):
+    """A local put runs beside the row's statements; the transaction waits for it to commit."""
+    put, release, putting = store.artifacts.put, threading.Event(), threading.Event()
+
+    def slow_put(model_id: str, data: bytes) -> None:
+        putting.set()
+        assert release.wait(30)
+        put(model_id, data)
+
+    monkeypatch.setattr(store.artifacts, "put", slow_put)
+    pending = store.prepare(fitted(), record())
+    saved: list[dict] = []
+    saving = threading.Thread(target=lambda: saved.append(store.save_prepared(pending)))
+    saving.start()
+    assert putting.wait(30)
+    time.sleep(0.2)  # the row's statements are done meanwhile: it is not committed
+    assert not store.has_row(pending.model_id)
+    release.set()
+    saving.join(30)
+    assert saved and saved[0]["model_id"] == pending.model_id
+    assert reopen(settings).has_row(pending.model_id)
+    assert artifact_path(settings, pending.model_id).read_bytes() == pending.data
+
+
+def test_a_failed_put_rolls_the_row_back_and_is_raised_as_it_was(store, settings, monkeypatch):
+    def down(model_id: str, data: bytes) -> None:
+        raise StoreUnavailable("the artifact folder cannot be written; retry later")
+
+    pending = store.prepare(fitted(), record())
+    with monkeypatch.context() as patched:
+        patched.setattr(store.artifacts, "put", down)
+        with pytest.raises(StoreUnavailable):
+            store.save_prepared(pending)
+    assert not store.has_row(pending.model_id)
+    other = store.prepare(fitted(1), record())
+    store.artifacts.put(other.model_id, b"other bytes under this id")
+    with pytest.raises(ArtifactExists):  # bytes that differ are never replaced, nor removed
+        store.save_prepared(other)
+    assert not store.has_row(other.model_id)
+    assert artifact_path(settings, other.model_id).read_bytes() == b"other bytes under this id"
+    assert store.save_prepared(pending)["version"] == 1  # the retry after the outage

@@ -37,10 +37,11 @@ def read_pid(path, timeout_s: float = 60.0) -> int:
     raise AssertionError("the worker never started")
 
 
-def make_queue(settings) -> JobQueue:
+def make_queue(settings, start: bool = True) -> JobQueue:
     store = open_store(settings)
     types = {**model_types(), "slow": SLOW_SPEC}
-    return JobQueue(settings, store.db, store, LocalExecutor(), types).start()
+    queue = JobQueue(settings, store.db, store, LocalExecutor(), types)
+    return queue.start() if start else queue
 
 
 def wait_done(queue: JobQueue, job_id: str, timeout_s: float = 120.0) -> dict:
@@ -177,6 +178,55 @@ def test_a_running_job_whose_lease_expired_is_queued_again_once_then_failed(sett
     assert view["status"] == "failed" and view["error"]["code"] == "TRAINING_ABANDONED"
     assert "stopped 2 times" in view["error"]["message"]
     last.shutdown()
+
+
+def job_row(queue: JobQueue, job_id: str):
+    from sqlalchemy import select
+
+    from service.repository.tables import jobs
+
+    with queue.db.read() as conn:
+        return conn.execute(select(jobs).where(jobs.c.job_id == job_id)).first()
+
+
+def test_a_job_with_a_free_slot_and_none_queued_before_it_is_added_claimed(settings):
+    manager = make_queue(settings.model_copy(update={"train_concurrency": 1}))
+    first = manager.submit(slow_task(seconds=1.0))["job_id"]
+    row = job_row(manager, first)  # claimed in the transaction that added it: never queued
+    assert (row.status, row.owner, row.attempts) == ("running", manager.owner, 1)
+    assert row.lease_expires > time.time() and row.started_at is not None
+    second = manager.submit(slow_task(name="second"))["job_id"]
+    assert job_row(manager, second).status == "queued"  # no free slot: queued, as before
+    assert wait_done(manager, second)["status"] == "succeeded"
+    manager.shutdown()
+    manager.executor.close()
+
+
+def test_a_job_added_behind_queued_ones_leaves_them_first(settings):
+    stopped = make_queue(settings.model_copy(update={"train_concurrency": 1}))
+    stopped.submit(slow_task(seconds=60.0))
+    older = stopped.submit(slow_task(name="older"))["job_id"]
+    stopped.shutdown()  # both back in the queue, nobody runs them
+    stopped.executor.close()
+    manager = make_queue(settings.model_copy(update={"train_concurrency": 1}), start=False)
+    newer = manager.submit(slow_task(name="newer"))["job_id"]  # no dispatcher: only submit claims
+    assert job_row(manager, newer).status == "queued"  # the oldest queued job took the slot
+    assert job_row(manager, older).status == "queued"
+    assert len(manager._running) == 1 and newer not in manager._running
+    manager.shutdown()
+    manager.executor.close()  # its warm workers go now (a queue never started is freed late)
+
+
+def test_a_synchronous_wait_is_answered_from_the_save_not_the_rows(manager, monkeypatch):
+    task = slow_task(name="sync", seconds=0.5)
+    task.meta["background"] = False  # a synchronous POST /train
+    job_id = manager.submit(task)["job_id"]
+    reads = []
+    monkeypatch.setattr(manager.store, "get_record", lambda model_id: reads.append(model_id))
+    record = manager.wait(job_id)
+    assert reads == [] and record["name"] == "sync" and record["aliases"] == []
+    assert record == manager.store.registry.get_record(record["model_id"])
+    assert manager._answers == {} and job_id not in manager._ended
 
 
 def test_jobs_are_listed_filtered_and_paged(manager):

@@ -74,8 +74,13 @@ def client(
     )
     # the training workers read S3 with the server's credentials, from the environment the
     # forkserver started with: restart it now that the moto fixture has set them
+    import gc
     from multiprocessing import forkserver
 
+    # _stop waits for the forkserver, which lives while any worker it forked does: a warm
+    # worker of an earlier test's executor, unreachable but not yet collected, would wait on
+    # its task pipe for ever (collecting closes that pipe, and the worker ends)
+    gc.collect()
     forkserver._forkserver._stop()
     with TestClient(create_app(settings)) as test_client:
         yield test_client

@@ -118,3 +118,34 @@ def test_openapi_declares_415_on_routes_with_a_body(client):
     for path, method in (("/train", "post"), ("/predict", "post")):
         assert "415" in doc["paths"][path][method]["responses"]
     assert "415" not in doc["paths"]["/models"]["get"]["responses"]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        TRAIN_JSON.replace("[0.0, 1.0]", "[NaN, 1.0]"),  # orjson refuses: FastAPI's reader takes it
+        TRAIN_JSON.replace('"lda"', '"lda\\ud800"'),  # a lone surrogate: the same
+        TRAIN_JSON[:-1],  # malformed for both readers
+        "[1, 2]",  # JSON, but no object
+        "null",
+    ],
+)
+def test_a_json_train_body_is_answered_as_the_standard_reader_would(client, raw):
+    """orjson reads what it can, the standard library the rest: the answers are unchanged."""
+    r = client.post("/train", content=raw, headers={"Content-Type": "application/json"})
+    if raw == TRAIN_JSON[:-1]:
+        assert r.status_code == 400, r.text
+        assert r.json()["details"] == [{"field": "body", "problem": "the body is not valid JSON"}]
+        return
+    assert r.status_code == 422, r.text
+    if "NaN" in raw:
+        assert r.json()["details"][0]["field"] == "X[0][0]"  # the finite check, as before
+
+
+def test_fast_json_reads_what_orjson_reads_and_leaves_the_rest():
+    from service.api.csv_route import fast_json
+
+    assert fast_json(TRAIN_JSON.encode()) == json.loads(TRAIN_JSON)
+    assert fast_json(b"") is None
+    assert fast_json(b'{"x": NaN}') is None
+    assert fast_json(b'{"x": 1') is None
