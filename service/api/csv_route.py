@@ -6,12 +6,15 @@ body's: with a JSON body any query parameter is a 422 (the body carries it).
 
 A JSON body is read by orjson (a breast-cancer training body of 140 kB: 0.4 ms against 3.2 ms for
 the standard library's reader, which FastAPI would use); a body orjson refuses (``NaN``, a lone
-surrogate, an integer past 64 bits) is left to FastAPI's own reading, so what is accepted, and
-every error, stays as it was.
+surrogate) is left to FastAPI's own reading, so what is accepted, and every error, stays as it
+was. So is a body with a run of 19 digits or more: orjson reads an integer past 64 bits as a
+float (``-9223372036854775809`` as ``-9.223372036854776e18``) where the standard library keeps it
+exact, and a label rounded so would train a model on another class.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -25,6 +28,9 @@ from service.api.content_types import BodyRoute
 from service.errors import InvalidInput, detail
 from service.wire.csv_bodies import train_payload
 from service.wire.media import CSV_MEDIA_TYPE, JSON_MEDIA_TYPE, is_csv, is_json
+
+LONG_DIGITS = re.compile(rb"[0-9]{19}")
+"""19 digits in a row: an integer that may not fit in 64 bits (orjson would read it as a float)."""
 
 
 class _ParsedRequest(Request):
@@ -51,7 +57,7 @@ class _ParsedRequest(Request):
 def fast_json(raw: bytes) -> Any | None:
     """``raw`` read by orjson; None when it is empty or orjson refuses it (FastAPI reads it then,
     with the standard library, and answers as it always has)."""
-    if not raw:
+    if not raw or LONG_DIGITS.search(raw) is not None:
         return None
     try:
         return orjson.loads(raw)

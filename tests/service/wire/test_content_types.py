@@ -6,6 +6,8 @@ import json
 
 import pytest
 from fastapi.routing import APIRoute
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from service.api.app import create_app
 from service.api.content_types import BodyRoute
@@ -149,3 +151,36 @@ def test_fast_json_reads_what_orjson_reads_and_leaves_the_rest():
     assert fast_json(b"") is None
     assert fast_json(b'{"x": NaN}') is None
     assert fast_json(b'{"x": 1') is None
+
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.integers(min_value=2**63 - 4, max_value=2**64 + 4)
+    | st.integers(min_value=-(2**63) - 4, max_value=-(2**63) + 4)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=4), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON_VALUES)
+def test_what_fast_json_reads_is_what_the_standard_library_reads(value):
+    from service.api.csv_route import fast_json
+
+    raw = json.dumps(value).encode()
+    fast = fast_json(raw)
+    if fast is not None:  # read as json.loads reads it, an int stays an int, exact
+        assert json.dumps(fast) == json.dumps(json.loads(raw))
+
+
+@pytest.mark.parametrize("number", ["-9223372036854775809", "18446744073709551616", "1" * 30])
+def test_integers_past_64_bits_are_left_to_the_standard_library(number):
+    from service.api.csv_route import fast_json
+
+    assert fast_json(f'{{"y": [{number}, 1]}}'.encode()) is None
