@@ -46,7 +46,6 @@ fi
 .venv/bin/python -m pip install --quiet -c constraints.txt -e ".[service,test]"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
-# three pytest workers (pytest-xdist) on two cores, one test file each at a time: the suite
-# waits on servers, browsers, clusters and containers as much as it computes (two workers kept
-# the cores ~70 % busy), and module-scoped fixtures stay per file
-exec .venv/bin/python -m pytest -n "${BSVM_TEST_WORKERS:-3}" --dist loadfile "$@"
+# two pytest workers (pytest-xdist), one test file each at a time: the suite waits on servers,
+# browsers and containers as much as it computes, and module-scoped fixtures stay per file
+exec .venv/bin/python -m pytest -n "${BSVM_TEST_WORKERS:-2}" --dist loadfile "$@"

@@ -1,7 +1,7 @@
 """Suite-wide collection order: the files with slow tests first.
 
-The test command runs three pytest-xdist workers, each taking one file at a time in collection
-order (``--dist loadfile``). A long file started last leaves the other workers idle until it ends,
+The test command runs two pytest-xdist workers, each taking one file at a time in collection
+order (``--dist loadfile``). A long file started last leaves the other worker idle until it ends,
 so the files holding ``slow`` tests (servers, containers, browsers, clusters) are handed out first
 and the many short files fill in around them. Within a file the order is unchanged.
 """
