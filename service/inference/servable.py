@@ -15,6 +15,7 @@ from typing import Any
 
 from service.inference.limits import row_bytes
 from service.inference.scoring import Scorer, scorer
+from service.inference.signature import outputs_of
 from service.repository.store import ModelStore
 from service.schemas.outputs import OUTPUTS, POINT_OUTPUTS
 
@@ -24,7 +25,6 @@ class Servable:
     """One model as its predicts need it."""
 
     model_id: str
-    record: dict[str, Any]
     estimator: Any
     head: dict[str, Any]
     """The answer's first fields: model id, name, version, classes."""
@@ -34,20 +34,13 @@ class Servable:
     """Working bytes of scoring one row (``limits.row_bytes``)."""
     scorers: dict[str, Scorer]
     """Short name of each point output it gives → its scoring callable."""
-    n_features: int
-    feature_names: list[str] | None
-    target: str | None
 
 
 def make_servable(model_id: str, record: dict[str, Any], estimator: Any) -> Servable:
     """The ``Servable`` of a loaded estimator and its record."""
-    gives = frozenset(
-        spec.short for spec in OUTPUTS if spec.needs is None or hasattr(estimator, spec.needs)
-    )
-    n_features = int(record["n_features"])
+    gives = frozenset(outputs_of(estimator, OUTPUTS))
     return Servable(
         model_id=model_id,
-        record=record,
         estimator=estimator,
         head={
             "model_id": model_id,
@@ -56,15 +49,12 @@ def make_servable(model_id: str, record: dict[str, Any], estimator: Any) -> Serv
             "classes": record["classes"],
         },
         gives=gives,
-        per_row=row_bytes(estimator, n_features),
+        per_row=row_bytes(estimator, int(record["n_features"])),
         scorers={
             spec.short: scorer(estimator, spec.method)
             for spec in POINT_OUTPUTS
             if spec.short in gives and spec.method is not None
         },
-        n_features=n_features,
-        feature_names=record.get("feature_names"),
-        target=record.get("target"),
     )
 
 

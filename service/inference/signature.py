@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from service.repository.store import ModelStore
-from service.schemas.outputs import POINT_OUTPUTS
+from service.schemas.outputs import POINT_OUTPUTS, OutputSpec
 
 MAX_VERSIONS = 1000
 """Most versions of one name listed in V2 metadata."""
 
 
-def outputs_of(estimator: Any) -> list[str]:
-    """Point outputs this estimator gives: label and decision always, probability when it has it."""
-    return [
-        spec.short for spec in POINT_OUTPUTS if spec.needs is None or hasattr(estimator, spec.needs)
-    ]
+def outputs_of(estimator: Any, specs: Sequence[OutputSpec] = POINT_OUTPUTS) -> list[str]:
+    """Short names of the outputs of ``specs`` this estimator gives (by default the point
+    outputs: label and decision always, probability when it has it)."""
+    return [spec.short for spec in specs if spec.needs is None or hasattr(estimator, spec.needs)]
 
 
 def describe(store: ModelStore, ref: str) -> dict[str, Any]:
