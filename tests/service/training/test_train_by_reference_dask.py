@@ -112,6 +112,23 @@ def wait_until(condition: Any, timeout_s: float = 60.0) -> None:
         time.sleep(0.1)
 
 
+def assert_predicts_as_in_memory(
+    client: TestClient, model_id: str, name: str, X: Any, y: Any
+) -> None:
+    """The stored model's decision values, predicted by ``name``, on every 200th row equal those
+    of the same model fitted in memory on the same rows."""
+    expected = in_memory(client.get(f"/models/{model_id}").json(), X, y)
+    rows = X[::200]
+    answer = client.post(
+        "/predict",
+        json={"model": name, "X": rows.tolist(), "outputs": ["decision_function"]},
+    )
+    assert answer.status_code == 200, answer.text
+    np.testing.assert_allclose(
+        answer.json()["decision_function"], expected.decision_function(rows), rtol=1e-5, atol=1e-6
+    )
+
+
 def test_lda_fits_on_the_workers(client: TestClient, data: Any) -> None:
     root = data[0]
     job_id = start(
@@ -141,17 +158,7 @@ def test_a_worker_killed_mid_fit(client: TestClient, watcher: Any, data: Any) ->
     os.kill(pid, signal.SIGKILL)
     job = wait_for_job(client, job_id, timeout_s=300)
     assert job["status"] == "succeeded", job
-    record = client.get(f"/models/{job['model_id']}").json()
-    expected = in_memory(record, X, y)
-    rows = X[::200]
-    answer = client.post(
-        "/predict",
-        json={"model": "dask-killed", "X": rows.tolist(), "outputs": ["decision_function"]},
-    )
-    assert answer.status_code == 200, answer.text
-    np.testing.assert_allclose(
-        answer.json()["decision_function"], expected.decision_function(rows), rtol=1e-5, atol=1e-6
-    )
+    assert_predicts_as_in_memory(client, job["model_id"], "dask-killed", X, y)
 
 
 def test_a_cancel_stops_the_cluster_s_tasks(client: TestClient, watcher: Any, data: Any) -> None:
@@ -199,15 +206,5 @@ def test_the_fit_s_own_worker_killed(client: TestClient, watcher: Any, data: Any
     assert attempts(client, job_id) == 1  # new one has another address)
     versions = client.get("/models/dask-fit-killed/versions").json()
     assert [v["version"] for v in versions["items"]] == [1], versions
-    record = client.get(f"/models/{job['model_id']}").json()
-    expected = in_memory(record, X, y)
-    rows = X[::200]
-    answer = client.post(
-        "/predict",
-        json={"model": "dask-fit-killed", "X": rows.tolist(), "outputs": ["decision_function"]},
-    )
-    assert answer.status_code == 200, answer.text
-    np.testing.assert_allclose(
-        answer.json()["decision_function"], expected.decision_function(rows), rtol=1e-5, atol=1e-6
-    )
+    assert_predicts_as_in_memory(client, job["model_id"], "dask-fit-killed", X, y)
     wait_until(lambda: settled(watcher))  # the killed fit's process left nothing on the cluster
