@@ -138,7 +138,8 @@ class StoreUnavailable(BackendUnavailable):
 
 
 class TrainingTimeout(InvalidInput):
-    """The fit ran longer than ``train_timeout_s`` and was stopped."""
+    """The fit ran longer than ``train_timeout_s`` (a batch scoring ``batch_timeout_s``) and was
+    stopped."""
 
     code = "TRAINING_TIMEOUT"
 

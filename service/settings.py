@@ -95,6 +95,11 @@ class Settings(BaseSettings):
     train_timeout_s: float = Field(
         600.0, gt=0, description="A training's worker process is stopped after this."
     )
+    batch_timeout_s: float = Field(
+        3600.0,
+        gt=0,
+        description="A batch scoring job is stopped after this, leaving nothing at its output.",
+    )
     train_concurrency: int = Field(
         2,
         ge=1,

@@ -11,7 +11,8 @@ output prefix and committed write-once (``data.writing``: moves, then ``_SUCCESS
 partitions run one after another in the job's thread, or, with ``BSVM_DASK_SCHEDULER``, as one
 Dask task each (the model is scattered once; each task reads, scores and writes its file where
 it runs). Progress is the share of partitions written; a cancel stops between blocks and leaves
-nothing at the output prefix.
+nothing at the output prefix, and so does the time limit (``BSVM_BATCH_TIMEOUT_S``), which ends
+the job ``failed`` with ``TRAINING_TIMEOUT``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,14 @@ from typing import TYPE_CHECKING, Any
 from service.data.locations import DataUri, check_location, storage_options
 from service.data.sources import describe
 from service.data.writing import OutputFolder, part_name
-from service.errors import ApiError, InvalidInput, TrainingCancelled, TrainingFailed, detail
+from service.errors import (
+    ApiError,
+    InvalidInput,
+    TrainingCancelled,
+    TrainingFailed,
+    TrainingTimeout,
+    detail,
+)
 from service.inference.predict import check_outputs
 from service.repository.store import ModelStore
 from service.schemas.batch import BatchPredictRequest
@@ -199,6 +207,37 @@ def _tasks(
     ]
 
 
+class JobDeadline:
+    """The job's stop flag: set once it is cancelled or its time limit has passed."""
+
+    def __init__(self, cancelled: threading.Event, limit_s: float) -> None:
+        self.cancelled = cancelled
+        self.limit_s = limit_s
+        self.at = time.monotonic() + limit_s
+
+    @property
+    def expired(self) -> bool:
+        """The time limit has passed (whether or not the job was also cancelled)."""
+        return time.monotonic() >= self.at
+
+    def is_set(self) -> bool:
+        return self.cancelled.is_set() or self.expired
+
+    def error(self) -> TrainingTimeout:
+        """The failed job's error: the limit and what to change."""
+        return TrainingTimeout(
+            f"the batch scoring exceeded the time limit of {self.limit_s:g} s "
+            "(BSVM_BATCH_TIMEOUT_S); nothing was written",
+            [
+                detail(
+                    "input.uri",
+                    "scoring took too long: split the input into smaller batches, or raise "
+                    "BSVM_BATCH_TIMEOUT_S",
+                )
+            ],
+        )
+
+
 def scoring_detail(done: int, total: int) -> dict[str, Any]:
     """The job's ``ProgressDetail``: input files scored and written, of all."""
     return {"stage": "scoring", "partitions_done": done, "partitions": total}
@@ -207,14 +246,14 @@ def scoring_detail(done: int, total: int) -> dict[str, Any]:
 def _locally(
     estimator: Any,
     tasks: list[PartitionTask],
-    cancelled: threading.Event,
+    stop: JobDeadline,
     on_progress: Callable[..., None],
 ) -> int:
     from service.inference.partitions import score_partition
 
     rows = 0
     for i, task in enumerate(tasks):
-        rows += score_partition(estimator, task, cancelled.is_set)
+        rows += score_partition(estimator, task, stop.is_set)
         on_progress((i + 1) / len(tasks), scoring_detail(i + 1, len(tasks)))
     return rows
 
@@ -223,7 +262,7 @@ def _on_dask(
     address: str,
     estimator: Any,
     tasks: list[PartitionTask],
-    cancelled: threading.Event,
+    stop: JobDeadline,
     on_progress: Callable[..., None],
 ) -> int:
     """One Dask task per partition; the model scattered once; cancel through a dask Event."""
@@ -233,7 +272,7 @@ def _on_dask(
 
     with Client(address, set_as_default=False, timeout=30) as client:
         name = f"bsvm-batch-{uuid.uuid4().hex}"
-        stop = Event(name, client=client)
+        halt = Event(name, client=client)
         model = client.scatter(estimator, broadcast=False, hash=False)
         futures = [
             client.submit(run_partition, model, task, name, key=f"{name}-{i}", pure=False)
@@ -248,17 +287,17 @@ def _on_dask(
                 checked.update(f.key for f in done)
                 if len(done) == len(futures):
                     break
-                if cancelled.is_set():
+                if stop.is_set():
                     raise TrainingCancelled("the batch scoring was cancelled")
                 time.sleep(POLL_S)
             results = client.gather(futures)
         except BaseException:
-            stop.set()  # running partitions stop at their next block, the others at once
+            halt.set()  # running partitions stop at their next block, the others at once
             _settle(futures)
             client.cancel(futures)
             raise
         finally:
-            stop.clear()
+            halt.clear()
     rows = 0
     for result in results:
         if "error" in result:
@@ -317,13 +356,19 @@ def run_batch(
     )
     attempt = f"{job_id}.{uuid.uuid4().hex[:8]}"
     tasks = _tasks(plan, folder, attempt, settings)
+    stop = JobDeadline(cancelled, settings.batch_timeout_s)
     try:
-        if settings.dask_scheduler:
-            rows = _on_dask(settings.dask_scheduler, estimator, tasks, cancelled, on_progress)
-        else:
-            rows = _locally(estimator, tasks, cancelled, on_progress)
-        if cancelled.is_set():
-            raise TrainingCancelled("the batch scoring was cancelled")
+        try:
+            if settings.dask_scheduler:
+                rows = _on_dask(settings.dask_scheduler, estimator, tasks, stop, on_progress)
+            else:
+                rows = _locally(estimator, tasks, stop, on_progress)
+            if stop.is_set():
+                raise TrainingCancelled("the batch scoring was cancelled")
+        except TrainingCancelled:
+            if stop.expired and not cancelled.is_set():
+                raise stop.error() from None
+            raise
         names = [part_name(i, plan.output_format) for i in range(len(tasks))]
         manifest = {
             "job_id": job_id,

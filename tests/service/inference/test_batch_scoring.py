@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from fastapi.testclient import TestClient
 
 from service.api.app import create_app
 from service.data.writing import STAGING, SUCCESS
-from service.errors import ApiError, TrainingCancelled
+from service.errors import ApiError, TrainingCancelled, TrainingTimeout
 from service.inference.batch_scoring import BatchPlan, plan_batch, run_batch
 from service.schemas.batch import BatchPredictRequest
 from service.settings import Settings
@@ -346,6 +347,49 @@ def test_a_cancel_leaves_nothing(client: TestClient, data_dir: Path, iris: Any) 
     with pytest.raises(TrainingCancelled):
         run_batch(plan, "j_" + "0" * 32, state.store, state.settings, cancelled, progress)
     assert not any(out.rglob("*"))
+
+
+def test_a_batch_past_its_time_limit_fails_and_leaves_nothing(
+    client: TestClient, data_dir: Path, iris: Any
+) -> None:
+    _write_parts(data_dir / "in-slow", iris[0], "parquet")
+    out = data_dir / "slow-out"
+    request = BatchPredictRequest.model_validate(
+        _body(
+            data_dir, input={"uri": f"file://{data_dir}/in-slow/"}, output={"uri": f"file://{out}/"}
+        )
+    )
+    state = client.app.state
+    settings = state.settings.model_copy(update={"batch_timeout_s": 0.5})
+    plan = BatchPlan.from_bytes(plan_batch(request, state.store, settings).to_bytes())
+    written: list[float] = []
+
+    def progress(fraction: float, detail: Any = None) -> None:
+        written.append(fraction)
+        time.sleep(0.6)  # the first partition is staged; the limit passes before the second
+
+    with pytest.raises(TrainingTimeout) as failure:
+        run_batch(plan, "j_" + "2" * 32, state.store, settings, threading.Event(), progress)
+    assert written == [pytest.approx(1 / 3)]  # stopped at the next block, not after every file
+    assert "time limit of 0.5 s" in failure.value.message
+    assert "BSVM_BATCH_TIMEOUT_S" in failure.value.details[0].problem
+    assert not any(out.rglob("*"))
+
+
+def test_a_batch_job_past_its_time_limit_ends_failed(
+    client: TestClient, data_dir: Path, iris: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _write_parts(data_dir / "in-late", iris[0], "parquet")
+    out = data_dir / "late-out"
+    monkeypatch.setattr(client.app.state.settings, "batch_timeout_s", 1e-9)
+    body = _body(
+        data_dir, input={"uri": f"file://{data_dir}/in-late/"}, output={"uri": f"file://{out}/"}
+    )
+    job = _submit(client, body)
+    assert job["status"] == "failed", job
+    assert job["error"]["code"] == "TRAINING_TIMEOUT", job
+    assert job["error"]["details"][0]["field"] == "input.uri"
+    assert not out.exists() or not any(out.rglob("*"))
 
 
 def test_an_input_deleted_mid_job_fails_naming_it_and_leaves_nothing(
