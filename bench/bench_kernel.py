@@ -48,9 +48,10 @@ def _datasets(
         for name, loader in (("breast_cancer", load_breast_cancer), ("digits", load_digits)):
             X, y = loader(return_X_y=True)
             yield name, StandardScaler().fit_transform(X), y
-    for n, flip in _sizes(bool(quick and only_rows is None)):
-        if only_rows is not None and n not in only_rows:
-            continue
+    sizes = _sizes(bool(quick and only_rows is None))
+    if only_rows is not None:  # any size asked for, listed or not: easy and hard
+        sizes = [(n, flip) for n in sorted(only_rows) for flip in (0.01, 0.2)]
+    for n, flip in sizes:
         X, y = make_classification(
             n_samples=n, n_features=20, n_informative=10, flip_y=flip, random_state=0
         )
@@ -124,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_kernel", description=__doc__)
     parser.add_argument("--rows", type=int, nargs="+", help="make_classification sizes to run")
     args = parser.parse_args(argv)
-    for n in args.rows or [n for n, _ in _sizes(False)]:
+    for n in args.rows or sorted({n for n, _ in _sizes(False)}):
         sys.stdout.write(markdown_table(run(only_rows={n})) + "\n")
         sys.stdout.flush()
     return 0
