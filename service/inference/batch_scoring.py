@@ -71,6 +71,11 @@ class BatchPlan:
     level: float
     classes: list[Any]
 
+    @property
+    def output_url(self) -> str:
+        """The output prefix as a URI: the job's ``target`` (one active job writes to it)."""
+        return f"{self.output_scheme}://{self.output_path}"
+
     def to_bytes(self) -> bytes:
         """The plan as JSON bytes (the job's payload)."""
         return json.dumps(asdict(self)).encode()

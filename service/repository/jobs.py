@@ -17,8 +17,9 @@ import uuid
 from typing import Any
 
 from sqlalchemy import Connection, and_, delete, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
 
-from service.errors import ApiError, Busy
+from service.errors import ApiError, Busy, Conflict, detail
 from service.repository.database import Database
 from service.repository.registry import now_iso
 from service.repository.tables import job_payloads, job_results, jobs, models
@@ -26,6 +27,30 @@ from service.repository.tables import job_payloads, job_results, jobs, models
 JOB_ID_PATTERN = r"^j_[0-9a-f]{32}$"
 _JOB_ID_RE = re.compile(JOB_ID_PATTERN)
 RETRY_AFTER_S = 5
+
+
+def _active_holder(conn: Connection, target: str) -> str | None:
+    """The id of the queued or running job whose ``target`` is ``target``, if any."""
+    found = conn.execute(
+        select(jobs.c.job_id).where(
+            jobs.c.target == target, jobs.c.status.in_(("queued", "running"))
+        )
+    ).first()
+    return None if found is None else str(found[0])
+
+
+def _target_taken(target: str, holder: str) -> Conflict:
+    """409 naming ``output.uri``: another active job writes to ``target``."""
+    return Conflict(
+        "another job is writing to this output",
+        [
+            detail(
+                "output.uri",
+                f"job {holder} is writing to {target}; wait until it ends (GET /jobs/{holder}) "
+                "or choose another prefix",
+            )
+        ],
+    )
 
 
 def new_job_id() -> str:
@@ -128,14 +153,48 @@ class JobStore:
         kind: str = "train",
         model_id: str | None = None,
         claim: tuple[str, float] | None = None,
+        target: str | None = None,
     ) -> bool:
         """Queue a job of ``kind`` with its task ``data`` (429 when ``max_queued`` jobs wait).
 
         ``claim``, ``(owner, lease_s)``: when no other job is queued, the job is inserted
         already claimed by ``owner`` (as ``claim_oldest`` would have claimed it, the oldest
         queued job, in the same transaction). True when it was claimed so.
+        ``target``: where the job writes (a batch job's output prefix); 409 while another queued
+        or running job holds it (``uq_jobs_active_target`` settles a race between processes).
         """
+        try:
+            return self._add(
+                job_id, model_type, name, data, max_queued, kind, model_id, claim, target
+            )
+        except IntegrityError:
+            holder = self.holder_of(target) if target is not None else None
+            if holder is None:
+                raise
+            raise _target_taken(target, holder) from None
+
+    def holder_of(self, target: str) -> str | None:
+        """The queued or running job that writes to ``target``, if any."""
+        with self.db.read() as conn:
+            return _active_holder(conn, target)
+
+    def _add(
+        self,
+        job_id: str,
+        model_type: str,
+        name: str,
+        data: bytes,
+        max_queued: int,
+        kind: str,
+        model_id: str | None,
+        claim: tuple[str, float] | None,
+        target: str | None,
+    ) -> bool:
         with self.db.write() as conn:
+            if target is not None:
+                holder = _active_holder(conn, target)
+                if holder is not None:
+                    raise _target_taken(target, holder)
             waiting = int(
                 conn.execute(
                     select(func.count()).select_from(jobs).where(jobs.c.status == "queued")
@@ -169,6 +228,7 @@ class JobStore:
                     name=name,
                     cancel_requested=False,
                     created_at=now,
+                    target=target,
                     **values,
                 )
             )

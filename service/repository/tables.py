@@ -22,9 +22,13 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    text,
 )
 
 metadata = MetaData()
+
+ACTIVE_TARGET = text("target IS NOT NULL AND status IN ('queued', 'running')")
+"""The jobs whose ``target`` is held: queued or running ones that write somewhere."""
 
 names = Table(
     "names",
@@ -92,9 +96,18 @@ jobs = Table(
     Column("kind", String(16), nullable=False, server_default="train", doc="train, batch_predict."),
     Column("result", Text, nullable=True, doc="JSON of a job that stores no model, when done."),
     Column("progress_detail", Text, nullable=True, doc="JSON: passes, partitions, iterations."),
+    Column("target", String(1024), nullable=True, doc="A batch job's output prefix (its URL)."),
     Index("ix_jobs_status_created", "status", "created_at"),
     Index("ix_jobs_name", "name"),
+    Index(
+        "uq_jobs_active_target",
+        "target",
+        unique=True,
+        sqlite_where=ACTIVE_TARGET,
+        postgresql_where=ACTIVE_TARGET,
+    ),
 )
+"""``uq_jobs_active_target``: one queued or running job per output prefix, in every process."""
 
 job_payloads = Table(
     "job_payloads",

@@ -207,15 +207,28 @@ class JobQueue:
         return self.get(job_id)
 
     def submit_job(
-        self, kind: str, model_type: str, name: str, data: bytes, model_id: str | None = None
+        self,
+        kind: str,
+        model_type: str,
+        name: str,
+        data: bytes,
+        model_id: str | None = None,
+        target: str | None = None,
     ) -> dict[str, Any]:
         """Queue a job of ``kind`` (one of ``runners``) with its task bytes (and the model it
-        uses); its view."""
+        uses, and where it writes: 409 while another active job writes there); its view."""
         if kind not in self.runners:
             raise ValueError(f"no runner for jobs of kind {kind!r}")
         job_id = new_job_id()
         self.job_store.add(
-            job_id, model_type, name, data, self.settings.max_queued, kind=kind, model_id=model_id
+            job_id,
+            model_type,
+            name,
+            data,
+            self.settings.max_queued,
+            kind=kind,
+            model_id=model_id,
+            target=target,
         )
         self._wake.set()
         return self.get(job_id)

@@ -48,7 +48,9 @@ def batch_predictions(
 ) -> Any:
     """Score input files (Parquet, CSV) with a stored model into one output file per input file."""
     plan = plan_batch(body, store, settings)
-    job = jobs.submit_job(KIND, plan.model_type, plan.name, plan.to_bytes(), plan.model_id)
+    job = jobs.submit_job(
+        KIND, plan.model_type, plan.name, plan.to_bytes(), plan.model_id, target=plan.output_url
+    )
     return JSONResponse(
         JobView(**job).model_dump(), status_code=202, headers={"Location": f"/jobs/{job['job_id']}"}
     )

@@ -24,6 +24,7 @@ from service.api.app import create_app
 from service.data.writing import STAGING, SUCCESS
 from service.errors import ApiError, TrainingCancelled, TrainingTimeout
 from service.inference.batch_scoring import BatchPlan, plan_batch, run_batch
+from service.repository.jobs import new_job_id
 from service.schemas.batch import BatchPredictRequest
 from service.settings import Settings
 from tests.service.conftest import BUCKET, train_body, wait_for_job
@@ -324,6 +325,38 @@ def test_a_failed_partition_leaves_nothing(client: TestClient, data_dir: Path, i
     assert job["status"] == "failed" and job["error"]["code"] == "INVALID_INPUT", job
     assert "sepal_length" in job["error"]["details"][0]["problem"]
     assert not out.exists() or not any(out.rglob("*"))  # no _SUCCESS, no part, no staging
+
+
+def test_a_prefix_another_active_job_writes_to_is_a_409(
+    client: TestClient, data_dir: Path, iris: Any
+) -> None:
+    _write_parts(data_dir / "in-busy", iris[0], "parquet")
+    out = data_dir / "busy-out"
+    body = _body(
+        data_dir, input={"uri": f"file://{data_dir}/in-busy/"}, output={"uri": f"file://{out}/"}
+    )
+    state = client.app.state
+    plan = plan_batch(BatchPredictRequest.model_validate(body), state.store, state.settings)
+    holder = new_job_id()  # a job another process runs (its lease is long): it holds the prefix
+    state.jobs.job_store.add(
+        holder,
+        "lda",
+        "iris-lda",
+        plan.to_bytes(),
+        100,
+        kind="batch_predict",
+        claim=("elsewhere:1:x", 3600.0),
+        target=plan.output_url,
+    )
+    try:
+        response = client.post("/batch-predictions", json=body)
+        assert response.status_code == 409, response.text
+        (detail,) = response.json()["details"]
+        assert detail["field"] == "output.uri" and holder in detail["problem"]
+    finally:
+        state.jobs.job_store.finish_if(holder, "running", "cancelled")
+    job = _submit(client, body)  # the prefix is free once the holder has ended
+    assert job["status"] == "succeeded", job
 
 
 def test_a_cancel_leaves_nothing(client: TestClient, data_dir: Path, iris: Any) -> None:
