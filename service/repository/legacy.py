@@ -23,7 +23,8 @@ import sys
 from pathlib import Path
 
 from service.repository.opening import open_store
-from service.repository.registry import ModelRegistry, is_model_id
+from service.repository.references import is_model_id
+from service.repository.registry import ModelRegistry
 from service.repository.signing import BOUND, UNBOUND
 from service.settings import Settings
 

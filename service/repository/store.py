@@ -44,7 +44,8 @@ from service.repository.artifacts import ArtifactExists, ArtifactStore
 from service.repository.cache import ModelCache
 from service.repository.database import Database
 from service.repository.faults import CHECK_TIMEOUT_S, BoundedCheck, backend_down, run_checks
-from service.repository.registry import ModelRegistry, is_model_id
+from service.repository.references import is_model_id
+from service.repository.registry import ModelRegistry
 from service.repository.signing import BOUND, UNBOUND, Signer, identity, signing_key
 from service.settings import Settings
 

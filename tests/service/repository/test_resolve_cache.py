@@ -9,9 +9,10 @@ import uuid
 import pytest
 
 from service.errors import NotFound
-from service.repository import registry as registry_module
+from service.repository import reference_cache as cache_module
 from service.repository.database import Database
-from service.repository.registry import RESOLVE_CACHE_S, ModelRegistry
+from service.repository.reference_cache import RESOLVE_CACHE_S
+from service.repository.registry import ModelRegistry
 from tests.service.conftest import train_body
 
 
@@ -31,7 +32,7 @@ class Clock:
 @pytest.fixture()
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     fake = Clock()
-    monkeypatch.setattr(registry_module, "time", types.SimpleNamespace(monotonic=fake.monotonic))
+    monkeypatch.setattr(cache_module, "time", types.SimpleNamespace(monotonic=fake.monotonic))
     return fake
 
 
@@ -91,17 +92,17 @@ def test_another_replica_sees_writes_within_the_bound(replicas, clock):
 def test_a_read_that_raced_a_write_is_not_kept(replicas, clock, monkeypatch):
     a, _ = replicas
     add(a)
-    real = a._resolve
+    real = a.references.read
 
     def racing(ref: str, field: str) -> str:
         found = real(ref, field)
         a._forget()  # a write finished while this read was in flight
         return found
 
-    monkeypatch.setattr(a, "_resolve", racing)
+    monkeypatch.setattr(a.references, "read", racing)
     a.resolve("demo")
     assert a.resolved("demo") is None
-    monkeypatch.setattr(a, "_resolve", real)
+    monkeypatch.setattr(a.references, "read", real)
     a.resolve("demo")
     assert a.resolved("demo") is not None
 
@@ -149,8 +150,9 @@ def test_predict_on_a_replica_sees_writes_within_the_bound(make_client, iris, cl
 
 def settle(registry: ModelRegistry) -> None:
     """Wait for the background reads of ``registry`` to finish."""
-    if registry._refresher is not None:
-        registry._refresher.submit(lambda: None).result(timeout=10)
+    refresher = registry.references._refresher
+    if refresher is not None:
+        refresher.submit(lambda: None).result(timeout=10)
 
 
 def test_a_reference_in_use_is_read_again_before_it_expires(replicas, clock):
@@ -182,4 +184,4 @@ def test_an_unused_reference_still_expires(replicas, clock):
     add(a)
     b.resolve("demo")
     clock.past_the_bound()
-    assert b.resolved("demo") is None and b._refresher is None  # nothing read in the background
+    assert b.resolved("demo") is None and b.references._refresher is None  # nothing read again

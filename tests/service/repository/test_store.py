@@ -24,7 +24,7 @@ from service.errors import (
 from service.logs import JsonFormatter
 from service.repository.artifacts import ArtifactExists
 from service.repository.opening import open_store
-from service.repository.registry import is_model_id
+from service.repository.references import is_model_id
 from service.repository.store import ModelStore
 from service.repository.tables import models
 from service.settings import Settings
