@@ -86,6 +86,30 @@ class ReadyAnswer:
         await read_only(scope, receive, send)
 
 
+STUB_SCORING = "BENCH_STUB_SCORING"
+"""Set in the server's environment by ``--stub-scoring``."""
+
+
+def _stub_scoring() -> None:
+    """Every model's point outputs answered by a stub (one call: zeros) instead of the model:
+    what a predict costs beside the model's own scoring (bench only; ``--stub-scoring``)."""
+    from dataclasses import replace
+
+    from service.inference import servable as servable_module
+
+    made = servable_module.make_servable
+
+    def stubbed(model_id: str, record: dict[str, Any], estimator: Any) -> Any:
+        ready = made(model_id, record, estimator)
+        return replace(ready, scorers={k: _zeros for k in ready.scorers})
+
+    servable_module.make_servable = stubbed
+
+
+def _zeros(X: np.ndarray) -> np.ndarray:
+    return np.zeros(X.shape[0], dtype=np.int64)
+
+
 def create_bench_app() -> ASGI:
     """The service's app, with ``POST /bare`` served by ``bare_app``, ``POST /read`` by
     ``read_only``, and ``POST /floor`` by a route of the service's own router answering ready
@@ -95,6 +119,8 @@ def create_bench_app() -> ASGI:
 
     from service.api.app import create_app
 
+    if os.environ.get(STUB_SCORING):
+        _stub_scoring()
     real, bare = create_app(), bare_app()
     real.router.routes.insert(0, Route(FLOOR_PATH, ReadyAnswer(), methods=["POST"]))
 
@@ -337,11 +363,19 @@ def main(argv: list[str] | None = None) -> int:
         default="warning",
         help="the server's BSVM_LOG_LEVEL (the service's default is info: one access line each)",
     )
+    parser.add_argument(
+        "--stub-scoring",
+        action="store_true",
+        help="answer every model output with a stub (zeros): the cost of a predict beside the "
+        "model's own scoring",
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
         serve()
         return 0
+    if args.stub_scoring:
+        os.environ[STUB_SCORING] = "1"
     os.sched_setaffinity(0, {CLIENT_CORE})
     with tempfile.TemporaryDirectory() as tmp:
         process, url = start_server(
@@ -355,7 +389,8 @@ def main(argv: list[str] | None = None) -> int:
             rss_mb = peak_rss_mb(process.pid)
         finally:
             stop_server(process)
-    print(f"server log level: {args.log_level}; load average: {os.getloadavg()}")
+    stub = "; model scoring stubbed (zeros)" if args.stub_scoring else ""
+    print(f"server log level: {args.log_level}; load average: {os.getloadavg()}{stub}")
     print(report(results, rss_mb, args.requests, args.rounds))
     return 0
 
