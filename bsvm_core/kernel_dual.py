@@ -291,7 +291,7 @@ def _solve_small(
         if W is not None:  # rows of D^(-1/2) kept within what cache_mb leaves beside W
             keep = int(max(cache_mb * 2**20 - W.nbytes, 0.0) // (8 * n))
             return smo_solve_distances(
-                W, y_pm, C, tol, max_iter, max_inverse_rows=keep, empty=empty, **kw_smo
+                W, y_pm, C, tol, max_iter, max_inverse_rows=keep, empty=empty, newton=True, **kw_smo
             )
         return smo_solve(None, diag, y_pm, C, **kw_smo, **smo_args)
 
