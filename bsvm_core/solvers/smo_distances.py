@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from operator import itemgetter
 
 import numpy as np
 from scipy.linalg.blas import daxpy
@@ -44,7 +45,8 @@ WHOLE_INVERSE_MAX_ROWS = 200
 """Up to this many rows D^(−1/2) is made whole, in two passes, before the first step (a row made
 alone costs ~1.5 µs of calls; wine's pairs at C = 10 use a row in three steps of four); larger
 problems make a row when it first serves as i (moons(400) uses 85 rows at C = 1: the whole
-matrix made its fits 1.14x slower at C = 1, 1.06x at C = 10)."""
+matrix made its fits 1.14x slower at C = 1, 1.06x at C = 10). Not with ``newton``: wine's pairs
+then take 28-43 iterations, and rows made as they serve saved 0.02-0.06 ms a pair of 0.3-0.5."""
 
 
 def inverse_sqrt(d: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -94,7 +96,7 @@ def smo_solve_distances(
     ys = y.tolist()
     keep_rows = n if max_inverse_rows is None else max_inverse_rows
     inverse: dict[int, np.ndarray] = {}
-    if n <= WHOLE_INVERSE_MAX_ROWS and keep_rows >= n:
+    if not newton and n <= WHOLE_INVERSE_MAX_ROWS and keep_rows >= n:
         R = inverse_sqrt(D, out=empty((n, n)))
         inverse = dict(enumerate(R))
     m = np.empty(())  # m(α) as a 0-d array
@@ -131,7 +133,7 @@ def smo_solve_distances(
             wait = 1 + k**3 // NEWTON_FLOPS_PER_STEP
             step = None
             if k >= 2:
-                a_F = np.array([alpha[t] for t in free.tolist()])
+                a_F = np.array(itemgetter(*free.tolist())(alpha))
                 step = face_newton_step(D[free], free, y[free], a_F, U[free] + shift, C)
             if step is None:
                 newton_at = n_iter + 2 * wait
