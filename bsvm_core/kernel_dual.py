@@ -251,9 +251,8 @@ def solve_on_shared_matrix(
                     Xp, picked = X[rows], empty((r, n))
                     # mode "clip" (the rows are valid): "raise" buffers the output, 2.7x slower
                     np.take(M_all, rows, axis=0, out=picked, mode="clip")
-                    np.take(picked, rows, axis=1, out=M, mode="clip")
-                    if W is not None:
-                        W[:, r:] = M
+                    cols = rows if W is None else np.concatenate((rows, rows))  # [D | D] at once
+                    np.take(picked, cols, axis=1, out=M if W is None else W, mode="clip")
                 diag = kernel_diagonal(Xp, kernel, **kw)
                 results.append(_solve_small(Xp, y_pm, C, kernel, kw, diag, common, empty, M, W))
     return results
