@@ -45,7 +45,7 @@ def face_newton_step(
     k = free.size
     M = D_F.take(free, axis=1)
     np.subtract(1.0, M, out=M)  # K_FF
-    np.einsum("ii->i", M)[...] = 1.0 + RIDGE * k  # K_ii = 1 (a view: .flat costs 2x)
+    M.ravel()[:: k + 1] = 1.0 + RIDGE * k  # K_ii = 1; M is contiguous, so a view
     L, info = dpotrf(M, lower=1, clean=0, overwrite_a=1)
     if info != 0:
         return None
@@ -55,9 +55,9 @@ def face_newton_step(
     uv, info = dpotrs(L, rhs, lower=1, overwrite_b=1)
     if info != 0:
         return None
-    u, v = uv[:, 0], uv[:, 1]
-    z = v * (float(u.sum()) / float(v.sum()))
-    np.subtract(u, z, out=z)
+    sum_u, sum_v = uv.sum(axis=0).tolist()
+    z = uv[:, 1] * (sum_u / sum_v)
+    np.subtract(uv[:, 0], z, out=z)  # eᵀz = 0
     if not float(F_F @ z) > 0.0:  # gᵀd < 0
         return None
     d = y_F * z
@@ -76,5 +76,6 @@ def face_newton_step(
         new[worst] = C if rises else 0.0
     np.maximum(new, 0.0, out=new)  # rounding only (np.clip costs 3x these two)
     np.minimum(new, C, out=new)
-    z = y_F * (new - a_F)
+    z = new - a_F
+    z *= y_F
     return new, z @ D_F, blocked

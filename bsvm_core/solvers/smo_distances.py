@@ -133,13 +133,16 @@ def smo_solve_distances(
             wait = 1 + k**3 // NEWTON_FLOPS_PER_STEP
             step = None
             if k >= 2:
-                a_F = np.array(itemgetter(*free.tolist())(alpha))
-                step = face_newton_step(D[free], free, y[free], a_F, U[free] + shift, C)
+                listed = free.tolist()
+                F_F = U[free]
+                F_F += shift
+                a_F = np.array(itemgetter(*listed)(alpha))
+                step = face_newton_step(D[free], free, y[free], a_F, F_F, C)
             if step is None:
                 newton_at = n_iter + 2 * wait
             else:
                 newton_at = n_iter + wait
-                _apply_newton(alpha, U, L, free, ys, *step, C)
+                _apply_newton(alpha, U, L, listed, ys, step[0].tolist(), step[1], C)
                 n_iter += 1
                 continue
         y_i, y_j = ys[i], ys[j]
@@ -192,26 +195,24 @@ def _apply_newton(
     alpha: list[float],
     U: np.ndarray,
     L: np.ndarray,
-    free: np.ndarray,
+    free: list[int],
     y: list[float],
-    a_F: np.ndarray,
+    a_F: list[float],
     dF: np.ndarray,
-    blocked: int,
     C: float,
 ) -> None:
     """Move SMO's state by a face Newton step: α_F ← a_F, F += ΔF over U and L (±inf stay), and
     the points that reached a bound (the blocking one; others only by rounding) out of I_up or
     I_low."""
-    for t, a in zip(free.tolist(), a_F.tolist(), strict=True):
-        alpha[t] = a
     U += dF
     L += dF
     inf = math.inf
-    at_bound = np.flatnonzero((a_F <= 0.0) | (a_F >= C)).tolist()
-    for t in {blocked, *at_bound} - {-1}:
-        p = int(free[t])
-        a_p, up = alpha[p], y[p] > 0.0
-        if a_p >= C:
+    for p, a in zip(free, a_F, strict=True):
+        alpha[p] = a
+        if 0.0 < a < C:
+            continue
+        up = y[p] > 0.0
+        if a >= C:
             U[p] = -inf if up else U[p]
             L[p] = L[p] if up else inf
         else:  # α_p = 0
