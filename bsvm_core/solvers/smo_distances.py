@@ -144,6 +144,8 @@ def smo_solve_distances(
                 newton_at = n_iter + wait
                 _apply_newton(alpha, U, L, listed, ys, step[0].tolist(), step[1], C)
                 n_iter += 1
+                if n_iter == stop_at and stop_if is not None and stop_if[1](np.array(alpha)):
+                    break
                 continue
         y_i, y_j = ys[i], ys[j]
         a_i_old, a_j_old = alpha[i], alpha[j]

@@ -149,3 +149,20 @@ def test_smo_with_newton_steps_reaches_the_exact_optimum(
         assert at_C > np.count_nonzero((alpha > 0.0) & (alpha < C))  # mostly at the bound
     if C >= 10.0:
         assert steps and ours.n_iter < plain.n_iter
+
+
+def test_a_stopped_run_with_newton_steps_resumes_to_the_optimum() -> None:
+    X, y, gamma = problem("moons")
+    W = kernel_matrices.dense_kernel_matrix(X, "rbf", {"gamma": gamma}, doubled=True)
+    K = kernel_of(W)
+    whole = smo_solve_distances(W, y, 10.0, newton=True)
+    assert whole.n_iter > 30
+    for stop in range(5, whole.n_iter, 7):  # some of them right after a Newton step
+        first = smo_solve_distances(W, y, 10.0, newton=True, stop_if=(stop, lambda alpha: True))
+        assert not first.converged and first.n_iter == stop
+        np.testing.assert_allclose(first.grad, y - (y * first.alpha) @ K, atol=1e-9)
+        rest = smo_solve_distances(W, y, 10.0, newton=True, start=first)
+        assert rest.converged and gap(rest.alpha, y, K, 10.0) < 1e-3 + 1e-9
+        assert rest.objective == pytest.approx(whole.objective, rel=1e-4)
+    capped = smo_solve_distances(W, y, 10.0, newton=True, max_iter=7)
+    assert not capped.converged and capped.n_iter == 7
