@@ -30,11 +30,14 @@ from ..workspace import Empty
 from .face_newton import face_newton_step
 from .smo import SMOResult, default_max_iter, dual_objective, intercept_rule, pair_update
 
-NEWTON_STREAK = 2
+NEWTON_STREAK = 3
 """With ``newton``, a Newton step on the free face (``face_newton``) follows this many SMO steps in a
 row whose two points were both free before the step: SMO is then converging the face, not changing
-the sets. Measured (steps + Newton steps): moons(400) C = 10 587 -> 155 + 25, C = 1 173 -> 108 + 6;
-wine's pairs at C = 10 66-102 -> 26-39 + 2-4; a streak of 4 or 8 left more SMO steps."""
+the sets. Iterations (SMO and Newton steps) at streaks 1 / 2 / 3 / 4 / 6, moons(400) at C = 10:
+171 / 194 / 205 / 234 / 319 (587 without), at C = 1 116 / 114 / 120 / 129 / 134 (173); wine's pairs
+at C = 10 25-37 / 28-42 / 30-45 / 38-49 / 42-54 (66-102). Fewer iterations cost more Newton steps
+(~35 µs each): the sum of the eight solves' CPU (moons and wine's pairs, C = 1 and 10) was least
+at 3, 5 % below 2; moons at C = 10 1.71 ms against 1.87 (2) and 2.08 (1), 2.6-2.8 without."""
 
 NEWTON_FLOPS_PER_STEP = 30_000
 """A Newton step on |F| free points waits |F|³ / this many SMO steps after the last one (its
