@@ -112,24 +112,7 @@ def smo_solve_distances(
     streak = 0  # SMO steps in a row among free points
     newton_at = 0  # the earliest step of the next Newton step
     while n_iter < max_iter:
-        i = int(U.argmax())
-        g_max = U.item(i)
-        D_i = D[i]
-        R_i = inverse.get(i)
-        if R_i is None:
-            R_i = inverse_sqrt(D_i)
-            if len(inverse) < keep_rows:
-                inverse[i] = R_i
-        m[()] = g_max
-        np.subtract(m, L, out=score)  # b_t = m − F_t over I_low, −inf outside
-        np.multiply(score, R_i, out=buf)
-        j = int(buf.argmax())
-        b_j = score.item(j)
-        # m − M ≥ b_j, so the full stopping test is needed only when b_j is below tol
-        if b_j < tol and float(score.max()) < tol:
-            converged = True
-            break
-        if newton and streak >= NEWTON_STREAK and n_iter >= newton_at:
+        if newton and streak >= NEWTON_STREAK and n_iter >= newton_at:  # before the selection
             streak = 0
             free = np.flatnonzero(U >= L)  # in I_up and I_low: U_t = L_t = F_t − shift
             k = free.size
@@ -150,6 +133,23 @@ def smo_solve_distances(
                 if n_iter == stop_at and stop_if is not None and stop_if[1](np.array(alpha)):
                     break
                 continue
+        i = int(U.argmax())
+        g_max = U.item(i)
+        D_i = D[i]
+        R_i = inverse.get(i)
+        if R_i is None:
+            R_i = inverse_sqrt(D_i)
+            if len(inverse) < keep_rows:
+                inverse[i] = R_i
+        m[()] = g_max
+        np.subtract(m, L, out=score)  # b_t = m − F_t over I_low, −inf outside
+        np.multiply(score, R_i, out=buf)
+        j = int(buf.argmax())
+        b_j = score.item(j)
+        # m − M ≥ b_j, so the full stopping test is needed only when b_j is below tol
+        if b_j < tol and float(score.max()) < tol:
+            converged = True
+            break
         y_i, y_j = ys[i], ys[j]
         a_i_old, a_j_old = alpha[i], alpha[j]
         if 0.0 < a_i_old < C and 0.0 < a_j_old < C:
