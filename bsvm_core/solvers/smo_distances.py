@@ -15,6 +15,10 @@ take four of those calls off each step:
 
 argmax b R and argmax b²/(a/2) agree but for rounding, so a near tie may pick another j than
 ``smo_solve``; the stopping rule (m − M < tol) and the pair update are the same.
+
+With ``newton`` (``kernel_dual`` sets it), a Newton step on the free face (:mod:`.face_newton`)
+replaces an SMO step whenever ``NEWTON_STREAK`` SMO steps in a row moved only free points: fewer,
+bigger steps (moons(400) at C = 10: 205 iterations instead of 587), the same stopping rule.
 """
 
 from __future__ import annotations
