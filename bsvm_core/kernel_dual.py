@@ -4,7 +4,8 @@ A binary problem goes to batched working sets (``solvers.batched_smo``) from ``B
 rows, else to an SMO probe that may hand over to primal-dual active sets (``solvers.active_set``),
 else to SMO alone (``solvers.smo``); up to ``DENSE_MAX_ROWS`` rows on a whole kernel matrix
 (``kernel_matrices``), beyond on rows cached as they are needed. rbf problems with finite C up to
-``DOUBLED_MAX_ROWS`` rows run their SMO on [D | D] (``solvers.smo_distances``). Many one-vs-one rbf problems at
+``DOUBLED_MAX_ROWS`` rows run their SMO on [D | D] (``solvers.smo_distances``), joined by Newton
+steps on its free face (``solvers.face_newton``). Many one-vs-one rbf problems at
 once go to ``solvers.lockstep_smo`` over one kernel matrix of all rows, with the same hand-over to
 active sets, also taken by all problems at once (``solvers.lockstep_active_set``). Other
 one-vs-rest fits within ``DENSE_MAX_ROWS``, and one-vs-one fits within ``SHARED_SUBSET_MAX_ROWS``,
@@ -251,9 +252,8 @@ def solve_on_shared_matrix(
                     Xp, picked = X[rows], empty((r, n))
                     # mode "clip" (the rows are valid): "raise" buffers the output, 2.7x slower
                     np.take(M_all, rows, axis=0, out=picked, mode="clip")
-                    np.take(picked, rows, axis=1, out=M, mode="clip")
-                    if W is not None:
-                        W[:, r:] = M
+                    cols = rows if W is None else np.concatenate((rows, rows))  # [D | D] at once
+                    np.take(picked, cols, axis=1, out=M if W is None else W, mode="clip")
                 diag = kernel_diagonal(Xp, kernel, **kw)
                 results.append(_solve_small(Xp, y_pm, C, kernel, kw, diag, common, empty, M, W))
     return results
@@ -291,7 +291,7 @@ def _solve_small(
         if W is not None:  # rows of D^(-1/2) kept within what cache_mb leaves beside W
             keep = int(max(cache_mb * 2**20 - W.nbytes, 0.0) // (8 * n))
             return smo_solve_distances(
-                W, y_pm, C, tol, max_iter, max_inverse_rows=keep, empty=empty, **kw_smo
+                W, y_pm, C, tol, max_iter, max_inverse_rows=keep, empty=empty, newton=True, **kw_smo
             )
         return smo_solve(None, diag, y_pm, C, **kw_smo, **smo_args)
 

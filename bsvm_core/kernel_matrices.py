@@ -145,7 +145,7 @@ def rbf_distance_matrix(
     W = empty((n, 2 * n if doubled else n), dtype=dtype)
     D = W[:, :n]
     rbf_symmetric_fill(X, gamma, D, _distances_into)
-    np.fill_diagonal(D, 0.5 * TAU)
+    np.einsum("ii->i", D)[...] = 0.5 * TAU  # fill_diagonal walks a strided view: 50 µs at 400
     if doubled:
         W[:, n:] = D
     return W

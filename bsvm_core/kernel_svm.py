@@ -365,7 +365,10 @@ class KernelSVM(SVMClassifierBase):
             rows = np.concatenate((members[pos], members[neg]))
             rows.sort()  # the problem's rows in X's order, as its mask selects them
             global_support.append(rows[model.support])
-        self.support_ = np.unique(np.concatenate(global_support))
+        marked = np.zeros(X.shape[0], dtype=bool)  # the union, sorted: no np.unique (~40 µs)
+        for idx in global_support:
+            marked[idx] = True
+        self.support_ = np.flatnonzero(marked)
         self.support_vectors_ = X[self.support_]
         self._support_sq = np.einsum("ij,ij->i", self.support_vectors_, self.support_vectors_)
         self.dual_coef_ = np.zeros((len(self.binary_models_), self.support_.size))

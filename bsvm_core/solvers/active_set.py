@@ -135,6 +135,31 @@ def newton_step(
     return u - b * v, b
 
 
+def newton_step_kernel(
+    K_FF: np.ndarray, r: np.ndarray, c: float
+) -> tuple[np.ndarray, float] | None:
+    """(z, b) solving K_FF z + b e = r, eᵀz = c: :func:`newton_step`'s system multiplied by
+    diag(y_F), in z = y_F ∘ α_F (r = y_F ∘ rhs), so K_FF needs no scaling by y_F y_Fᵀ (two passes
+    over |F|² values a round). The same pivot test; z = u − b v with K_FF u = r, K_FF v = e and
+    b = (eᵀu − c) / (eᵀv)."""
+    k = K_FF.shape[0]
+    scale = float(K_FF.diagonal().max())
+    L, info = dpotrf(K_FF.T, lower=0, clean=0, overwrite_a=1)  # symmetric: .T is F-ordered
+    if info != 0 or not float(L.diagonal().min()) ** 2 >= MIN_PIVOT * scale:
+        return None
+    rhs = np.empty((k, 2), order="F")
+    rhs[:, 0] = r
+    rhs[:, 1] = 1.0
+    uv, info = dpotrs(L, rhs, lower=0, overwrite_b=1)
+    if info != 0:
+        return None
+    sum_u, sum_v = uv.sum(axis=0).tolist()
+    b = (sum_u - c) / sum_v
+    z = uv[:, 1] * b
+    np.subtract(uv[:, 0], z, out=z)
+    return z, b
+
+
 def active_set_solve(
     block: BlockFunction,
     diag: np.ndarray,

@@ -5,7 +5,7 @@ with active-set rounds. One problem at a time, a round is some forty numpy calls
 rows, and the calls cost more than their arithmetic (digits: 45 problems, 1 to 5 rounds each, 28 ms).
 Here every problem still going takes its round at once: the set updates are operations on
 (problems × rows) arrays, padded as in lockstep SMO, and only what has a size of its own stays a
-loop over problems: the Newton step on the free set (:func:`.active_set.newton_step`) and the two
+loop over problems: the Newton step on the free set (:func:`.active_set.newton_step_kernel`) and the two
 products with the problem's kept kernel rows.
 
 Each problem takes the rounds of :func:`.active_set.active_set_solve` with the same rules and the
@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..workspace import Empty
-from .active_set import MAX_ROUNDS, MIN_ENTERING, SEED_PER_CLASS, newton_step
+from .active_set import MAX_ROUNDS, MIN_ENTERING, SEED_PER_CLASS, newton_step_kernel
 from .lockstep_smo import pad_problems
 from .smo import SMOResult, intercept_rule
 
@@ -207,15 +207,14 @@ def _newton_round(
     S = store.S[p, : store.filled[p]]
     slot = store.slot[p].take(free)
     y_F = y.take(free)
-    Q_FF = S.take(slot, axis=0).take(free, axis=1)  # two takes: faster than one fancy index
-    Q_FF *= y_F[:, None]
-    Q_FF *= y_F
-    step = newton_step(Q_FF, 1.0 - y_F * f_U.take(free), y_F, -C * float(upper_sum))
+    K_FF = S.take(slot, axis=0).take(free, axis=1)  # two takes: faster than one fancy index
+    step = newton_step_kernel(K_FF, y_F - f_U.take(free), -C * float(upper_sum))
     if step is None:
         return False
-    a_F, b[p] = step
+    z, b[p] = step  # z = y_F ∘ α_F
+    a_F = y_F * z
     w = np.zeros(S.shape[0])  # weights y α of the kept rows: no gather of F's rows
-    w[slot] = y_F * a_F
+    w[slot] = z
     np.dot(w, S, out=f)
     f += f_U
     alpha_F[free] = a_F

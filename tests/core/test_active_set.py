@@ -238,3 +238,24 @@ def test_row_cache_counts_only_filled_rows() -> None:
     cache.row(7)
     cache.row(3)
     assert cache.nbytes == 2 * 100 * 8
+
+
+def test_newton_step_in_z_is_the_newton_step_of_alpha() -> None:
+    """K_FF z + b e = y∘rhs, eᵀz = c (z = y∘α) against the bordered system of Q_FF solved
+    directly and against ``newton_step`` on Q_FF = y yᵀ∘K_FF."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(40, 6))
+    K = np.exp(-0.2 * ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1))
+    y = np.where(rng.random(40) < 0.5, 1.0, -1.0)
+    rhs, c = rng.normal(size=40), 0.7
+    Q = (y[:, None] * y[None, :]) * K
+    A = np.block([[Q, y[:, None]], [y[None, :], np.zeros((1, 1))]])
+    direct = np.linalg.solve(A, np.r_[rhs, c])
+    z, b = active_set.newton_step_kernel(K.copy(), y * rhs, c)
+    alpha, b_alpha = active_set.newton_step(Q.copy(), rhs, y, c)
+    np.testing.assert_allclose(y * z, direct[:-1], rtol=1e-8, atol=1e-10)
+    assert b == pytest.approx(direct[-1], rel=1e-8, abs=1e-10)
+    np.testing.assert_allclose(y * z, alpha, rtol=1e-10, atol=1e-12)
+    assert b == pytest.approx(b_alpha, rel=1e-10, abs=1e-12)
+    dup = K[np.ix_([0, 0, 1, 2], [0, 0, 1, 2])]  # a point twice: fails the pivot test
+    assert active_set.newton_step_kernel(dup, np.ones(4), 0.0) is None

@@ -1,0 +1,81 @@
+"""One Newton step of the C-SVC dual on its free face, clipped to the box: SMO's accelerator.
+
+SMO moves two variables a step; once its free set F (0 < α_t < C) stops changing, its remaining
+steps only converge α_F on that face, slowly where Q_FF is ill-conditioned (C = 10 on moons: ~400 of
+587 steps). The face's minimiser with the bound variables held is one solve of the KKT system
+
+    Q_FF d + λ y_F = −g_F,   y_Fᵀ d = 0        (g = ∇f = Qα − e at the current α)
+
+by one Cholesky factorisation of M = Q_FF + εI and the Schur complement: d = −M⁻¹(g_F + λ y_F),
+λ = −(y_Fᵀ M⁻¹ g_F) / (y_Fᵀ M⁻¹ y_F). The ridge ε (``RIDGE`` per free point) keeps M positive
+definite where the rbf Gram matrix of low-dimensional data is numerically singular or, computed from
+float32 kernel values, slightly indefinite; d then still minimises gᵀd + ½ dᵀMd, so gᵀd = −dᵀMd < 0,
+and the objective falls along d for t ≤ 1 because dᵀQ_FF d ≤ dᵀMd. The step goes as far as t ≤ 1
+keeps 0 ≤ α_F + t d ≤ C (the variables that block sit at their bound after it) and is refused when
+the decrease ½ t² dᵀQ_FF d + t gᵀd it predicts is not negative, so SMO's objective never rises.
+
+For rbf the kernel is held as D = 1 − K (``kernel_matrices.rbf_distance_matrix``). Since y_Fᵀd = 0,
+Q_FF's constant part y_F y_Fᵀ adds nothing on the face, and the step moves F = −y∘∇f by
+ΔF = D_{·F}(y_F ∘ s) (s = t d) with no constant term.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg.lapack import dpotrf, dpotrs
+
+RIDGE = 1e-7
+"""ε per free point added to Q_FF's diagonal: above the float32 kernel values' rounding (~6e-8 an
+entry, so up to |F| · 6e-8 in Q_FF's eigenvalues), far below the curvatures that matter (Q_FF's
+smallest eigenvalue at moons' C = 10 optimum is 5.4e-5)."""
+
+
+def face_newton_step(
+    D_F: np.ndarray, free: np.ndarray, y_F: np.ndarray, a_F: np.ndarray, F_F: np.ndarray, C: float
+) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """(new α_F, ΔF, the blocking point's place in F or −1) of the clipped Newton step on the free
+    face; None when M = K_FF + εI fails to factor or the step is not a descent direction.
+
+    ``D_F`` are the rows D_{F·} of D = 1 − K (rbf, |F| × n), ``free`` their indices, ``y_F`` the
+    targets, ``a_F`` the free α and ``F_F`` their F = −y∘∇f. In z = y_F ∘ d the system reads
+    K_FF z + λe = F_F, eᵀz = 0 (multiply the first by diag(y_F)): z = u − λv with M u = F_F,
+    M v = e, λ = eᵀu / eᵀv, and gᵀd = −F_Fᵀz. ΔF = t D_{·F} z over all n points; the new α_F lie
+    in [0, C], the blocking one at its bound.
+    """
+    k = free.size
+    M = D_F.take(free, axis=1)
+    np.subtract(1.0, M, out=M)  # K_FF
+    M.ravel()[:: k + 1] = 1.0 + RIDGE * k  # K_ii = 1; M is contiguous, so a view
+    L, info = dpotrf(M, lower=1, clean=0, overwrite_a=1)
+    if info != 0:
+        return None
+    rhs = np.empty((k, 2), order="F")
+    rhs[:, 0] = F_F
+    rhs[:, 1] = 1.0
+    uv, info = dpotrs(L, rhs, lower=1, overwrite_b=1)
+    if info != 0:
+        return None
+    sum_u, sum_v = uv.sum(axis=0).tolist()
+    z = uv[:, 1] * (sum_u / sum_v)
+    np.subtract(uv[:, 0], z, out=z)  # eᵀz = 0
+    if not float(F_F @ z) > 0.0:  # gᵀd < 0
+        return None
+    d = y_F * z
+    # t d ≤ C − α where d > 0 and ≥ −α where d ≤ 0: t ≤ 1 / max(d / room), room ≠ 0 on F
+    ratio = d / ((d > 0.0) * C - a_F)
+    worst = int(ratio.argmax())
+    r_max = ratio.item(worst)
+    t = 1.0 if r_max <= 1.0 else 1.0 / r_max
+    rises = d.item(worst) > 0.0
+    new = d
+    new *= t
+    new += a_F
+    blocked = -1
+    if r_max >= 1.0:
+        blocked = worst
+        new[worst] = C if rises else 0.0
+    np.maximum(new, 0.0, out=new)  # rounding only (np.clip costs 3x these two)
+    np.minimum(new, C, out=new)
+    z = new - a_F
+    z *= y_F
+    return new, z @ D_F, blocked

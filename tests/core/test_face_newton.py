@@ -1,0 +1,168 @@
+"""Newton steps on SMO's free face (``solvers.face_newton``, ``smo_solve_distances(newton=True)``):
+one step against the face's minimiser solved directly, a blocked step's feasibility and descent,
+and the whole solver against the exact optimum (interior point) and plain SMO at several C."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_wine, make_classification, make_moons
+from sklearn.preprocessing import StandardScaler
+
+from bsvm_core import kernel_matrices
+from bsvm_core.solvers import smo_distances
+from bsvm_core.solvers.face_newton import face_newton_step
+from bsvm_core.solvers.smo_distances import smo_solve_distances
+
+from .test_smo import clarabel_dual
+
+
+def problem(name: str) -> tuple[np.ndarray, np.ndarray, float]:
+    """(X, ±1 targets, gamma) of a small rbf problem."""
+    if name == "moons":  # two features: a numerically low-rank Gram matrix
+        X, y = make_moons(300, noise=0.3, random_state=0)
+    elif name == "wine":  # classes 0 and 1 of wine: separable, no α at C for large C
+        X, y = load_wine(return_X_y=True)
+        X, y = X[y < 2], y[y < 2]
+    else:
+        X, y = make_classification(200, 10, n_informative=6, flip_y=0.1, random_state=0)
+    X = StandardScaler().fit_transform(X)
+    return X, np.where(y == 1, 1.0, -1.0), 1.0 / (X.shape[1] * X.var())
+
+
+def kernel_of(W: np.ndarray) -> np.ndarray:
+    """K = 1 − D with K_ii = 1, from [D | D]."""
+    n = W.shape[0]
+    K = 1.0 - W[:, :n]
+    np.fill_diagonal(K, 1.0)
+    return K
+
+
+def objective(alpha: np.ndarray, y: np.ndarray, K: np.ndarray) -> float:
+    Q = (y[:, None] * y[None, :]) * K
+    return 0.5 * float(alpha @ Q @ alpha) - float(alpha.sum())
+
+
+def gap(alpha: np.ndarray, y: np.ndarray, K: np.ndarray, C: float) -> float:
+    """m(α) − M(α) from a fresh gradient (Keerthi et al. 2001)."""
+    F = y - (y * alpha) @ K  # F = −y∘∇f = y − y∘(Qα) = y − K(y∘α)
+    pos = y > 0
+    up = (pos & (alpha < C)) | (~pos & (alpha > 0.0))
+    low = (pos & (alpha > 0.0)) | (~pos & (alpha < C))
+    return float(F[up].max() - F[low].min())
+
+
+def interior_point(y: np.ndarray, C: float, free: np.ndarray, seed: int) -> np.ndarray:
+    """A feasible α (yᵀα = 0) with α_F strictly inside (0.3C, 0.7C) and α = 0 elsewhere."""
+    rng = np.random.default_rng(seed)
+    alpha = np.zeros(y.size)
+    alpha[free] = C * rng.uniform(0.3, 0.7, free.size)
+    excess = float(y @ alpha)  # remove it on the free points of the class that holds it
+    side = free[y[free] == np.sign(excess)]
+    alpha[side] -= excess * y[side] / side.size
+    assert abs(float(y @ alpha)) < 1e-12 and alpha[free].min() > 0.0
+    return alpha
+
+
+def test_an_unblocked_step_lands_on_the_faces_minimiser() -> None:
+    X, y, gamma = problem("wine")
+    W = kernel_matrices.dense_kernel_matrix(X, "rbf", {"gamma": gamma}, doubled=True)
+    K = kernel_of(W)
+    C = 1e3  # the separable pair: every support vector free at the optimum
+    best = smo_solve_distances(W, y, C, tol=1e-9)
+    free = np.flatnonzero(best.alpha > 0.0)
+    assert free.size >= 10 and best.alpha.max() < C
+    # a point on the same face: the optimum moved along a direction that keeps yᵀα
+    rng = np.random.default_rng(0)
+    move = rng.normal(size=free.size)
+    move -= y[free] * float(y[free] @ move) / free.size
+    alpha = best.alpha.copy()
+    alpha[free] += 0.2 * best.alpha[free].min() * move / np.abs(move).max()
+    assert alpha[free].min() > 0.0 and abs(float(y @ alpha)) < 1e-12
+    F = y - (y * alpha) @ K
+    out = face_newton_step(W[free, : y.size], free, y[free], alpha[free], F[free], C)
+    assert out is not None
+    new_F, dF, blocked = out
+    assert blocked == -1
+    # the face's minimiser from the bordered KKT system, solved directly
+    k = free.size
+    Q_FF = (y[free, None] * y[None, free]) * K[np.ix_(free, free)]
+    g_F = -y[free] * F[free]
+    A = np.block([[Q_FF, y[free, None]], [y[None, free], np.zeros((1, 1))]])
+    d = np.linalg.solve(A, np.r_[-g_F, 0.0])[:k]
+    np.testing.assert_allclose(new_F, alpha[free] + d, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(new_F, best.alpha[free], rtol=1e-4, atol=1e-6)
+    moved = alpha.copy()
+    moved[free] = new_F
+    F_new = y - (y * moved) @ K
+    np.testing.assert_allclose(F + dF, F_new, atol=1e-9)
+    assert np.ptp(F_new[free]) < 1e-6  # on the face F is one constant (the multiplier)
+
+
+def test_a_blocked_step_stays_in_the_box_and_lowers_the_objective() -> None:
+    X, y, gamma = problem("moons")
+    W = kernel_matrices.dense_kernel_matrix(X, "rbf", {"gamma": gamma}, doubled=True)
+    K = kernel_of(W)
+    C = 0.05  # small: the Newton direction leaves the box
+    free = np.arange(0, y.size, 5)
+    alpha = interior_point(y, C, free, seed=1)
+    F = y - (y * alpha) @ K
+    out = face_newton_step(W[free, : y.size], free, y[free], alpha[free], F[free], C)
+    assert out is not None
+    new_F, dF, blocked = out
+    assert blocked >= 0 and new_F[blocked] in (0.0, C)
+    assert new_F.min() >= 0.0 and new_F.max() <= C
+    moved = alpha.copy()
+    moved[free] = new_F
+    assert abs(float(y @ moved)) < 1e-12
+    assert objective(moved, y, K) < objective(alpha, y, K)
+    np.testing.assert_allclose(F + dF, y - (y * moved) @ K, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["moons", "wine", "classification"])
+@pytest.mark.parametrize("C", [0.1, 1.0, 10.0, 100.0, 1000.0])
+def test_smo_with_newton_steps_reaches_the_exact_optimum(
+    name: str, C: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    X, y, gamma = problem(name)
+    W = kernel_matrices.dense_kernel_matrix(X, "rbf", {"gamma": gamma}, doubled=True)
+    K = kernel_of(W)
+    steps = []
+    real = smo_distances.face_newton_step
+    monkeypatch.setattr(smo_distances, "face_newton_step", lambda *a: steps.append(1) or real(*a))
+    ours = smo_solve_distances(W, y, C, newton=True)
+    plain = smo_solve_distances(W, y, C)
+    assert ours.converged and gap(ours.alpha, y, K, C) < 1e-3 + 1e-9
+    alpha = ours.alpha
+    assert abs(float(y @ alpha)) < 1e-9 and alpha.min() >= 0.0 and alpha.max() <= C
+    assert objective(alpha, y, K) == pytest.approx(ours.objective, rel=1e-9)
+    assert ours.objective == pytest.approx(clarabel_dual(K, y, C), rel=1e-4)
+    assert ours.objective == pytest.approx(plain.objective, rel=1e-4)
+    np.testing.assert_allclose(ours.grad, y - (y * alpha) @ K, atol=1e-9)
+    # two tol-optimal solutions: at C = 1000 on moons (Q_FF's eigenvalues down to ~1e-5) their
+    # free points' F, whose mean is the intercept, differ by a few tol
+    assert ours.intercept == pytest.approx(plain.intercept, abs=2e-3 if C <= 100.0 else 1e-2)
+    at_C = np.count_nonzero(alpha >= C)
+    if name == "wine" and C >= 10.0:
+        assert at_C == 0  # the separable pair: every support vector free
+    if name == "moons" and C <= 0.1:
+        assert at_C > np.count_nonzero((alpha > 0.0) & (alpha < C))  # mostly at the bound
+    if C >= 10.0:
+        assert steps and ours.n_iter < plain.n_iter
+
+
+def test_a_stopped_run_with_newton_steps_resumes_to_the_optimum() -> None:
+    X, y, gamma = problem("moons")
+    W = kernel_matrices.dense_kernel_matrix(X, "rbf", {"gamma": gamma}, doubled=True)
+    K = kernel_of(W)
+    whole = smo_solve_distances(W, y, 10.0, newton=True)
+    assert whole.n_iter > 30
+    for stop in range(5, whole.n_iter, 7):  # some of them right after a Newton step
+        first = smo_solve_distances(W, y, 10.0, newton=True, stop_if=(stop, lambda alpha: True))
+        assert not first.converged and first.n_iter == stop
+        np.testing.assert_allclose(first.grad, y - (y * first.alpha) @ K, atol=1e-9)
+        rest = smo_solve_distances(W, y, 10.0, newton=True, start=first)
+        assert rest.converged and gap(rest.alpha, y, K, 10.0) < 1e-3 + 1e-9
+        assert rest.objective == pytest.approx(whole.objective, rel=1e-4)
+    capped = smo_solve_distances(W, y, 10.0, newton=True, max_iter=7)
+    assert not capped.converged and capped.n_iter == 7
