@@ -36,6 +36,7 @@ Leases compare wall clocks of different hosts: keep them in sync (NTP) well with
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -487,6 +488,16 @@ class JobQueue:
             running.detail = detail
 
     def _run(self, running: Running, task: TrainTask, kept: PendingSave | None = None) -> None:
+        """Fit, store and end the job; then its ν path, if its model type has one."""
+        held = getattr(self.executor, "refill_after", None)  # a new warm worker after the answer
+        with held() if held is not None else contextlib.nullcontext():
+            outcome = self._fit_and_end(running, task, kept)
+        if task.spec.nu_path and outcome.status == "succeeded" and outcome.result is not None:
+            self._store_path(running.job_id, task, outcome.result.estimator)
+
+    def _fit_and_end(self, running: Running, task: TrainTask, kept: PendingSave | None) -> Outcome:
+        """Fit the task (unless ``kept`` holds its model), store the model, end the job; how the
+        fit ended."""
         started = time.monotonic()
         job_id = running.job_id
         if kept is not None:
@@ -506,7 +517,7 @@ class JobQueue:
         try:
             if running.lost:
                 logger.warning("job %s was taken over by another process; result dropped", job_id)
-                return
+                return Outcome("lost")  # nor its path: the job is no longer this process's
             if outcome.status == "succeeded" and (kept or outcome.result) is not None:
                 outcome.status = self._save(running, task, outcome, kept)
             else:
@@ -518,8 +529,7 @@ class JobQueue:
             if self.metrics is not None:
                 label = outcome.status if outcome.status != "invalid" else "failed"
                 self.metrics.record_training(task.model_type, label, time.monotonic() - started)
-        if task.spec.nu_path and outcome.status == "succeeded" and outcome.result is not None:
-            self._store_path(job_id, task, outcome.result.estimator)
+        return outcome
 
     def _store_path(self, job_id: str, task: TrainTask, estimator: Any) -> None:
         """After the job ended (its answer is not kept waiting): the stored model's ν path, in a
