@@ -57,6 +57,7 @@ from service.errors import (
     TrainingTimeout,
 )
 from service.model_types import ModelTypes
+from service.plots.data import later_keys
 from service.repository.database import Database
 from service.repository.faults import backend_down
 from service.repository.jobs import JobStore, new_job_id
@@ -532,15 +533,16 @@ class JobQueue:
         return outcome
 
     def _store_path(self, job_id: str, task: TrainTask, estimator: Any) -> None:
-        """After the job ended (its answer is not kept waiting): the stored model's ν path, in a
-        worker process on the task's rows, into its record (``plot_data.path``)."""
+        """After the job ended (its answer is not kept waiting): the stored model's ν path and the
+        plot data computed beside it (``plots.data.later_plot_data``), in a worker process on
+        the task's rows, into its record (``plot_data.path``, ``plot_data.compare``)."""
         try:
             ended = self.job_store.ended_with(job_id)
             if ended is None or ended[0] != "succeeded" or ended[1] is None:
                 return
             if task.X is None:  # rows by reference: the path would refit on all of them
                 path = {"error": NO_PATH_BY_REFERENCE}
-                self.store.registry.set_plot_data(ended[1], "path", path)
+                self.store.registry.set_plot_data(ended[1], {"path": path})
                 return
             outcome = run_in_process(
                 task,
@@ -549,10 +551,13 @@ class JobQueue:
                 target=path_main,
                 extra_args=(estimator,),
             )
-            path = outcome.result if outcome.status == "succeeded" else None
-            if path is None:
-                path = {"error": f"the path was not computed ({outcome.status}: {outcome.message})"}
-            self.store.registry.set_plot_data(ended[1], "path", path)
+            later = outcome.result if outcome.status == "succeeded" else None
+            if later is None:
+                error = {
+                    "error": f"the path was not computed ({outcome.status}: {outcome.message})"
+                }
+                later = dict.fromkeys(later_keys(task.spec, estimator), error)
+            self.store.registry.set_plot_data(ended[1], later)
         except Exception:
             logger.exception("job %s: the model's path could not be stored", job_id)
 

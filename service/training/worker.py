@@ -32,7 +32,7 @@ from sklearn.preprocessing import StandardScaler
 
 from service.data.loading import DataReadError
 from service.model_types import ModelSpec
-from service.plots.data import path_or_error, plot_data
+from service.plots.data import later_keys, later_plot_data, plot_data
 from service.training.metrics import classification_metrics
 from service.training.selection import run_model_selection
 from service.training.tasks import TrainTask
@@ -258,14 +258,16 @@ def worker_main(task: TrainTask, messages: Any, n_jobs: int = 1) -> None:
 
 
 def path_main(task: TrainTask, messages: Any, estimator: Any) -> None:
-    """Entry point of the process that computes a stored model's ν path on its training rows."""
+    """Entry point of the process that computes a stored model's ν path and the plot data beside
+    it (``plots.data.later_plot_data``) on its training rows: ``{key: data or {"error": ...}}``."""
     exit_with_parent()
     limit_memory(task.memory_limit_mb)
     try:
-        path = path_or_error(estimator, task.X, task.y)
+        later = later_plot_data(task.spec, estimator, task.X, task.y)
     except MemoryError:
-        path = {"error": "the path needed more memory than BSVM_WORKER_MEMORY_MB"}
-    messages.put(WorkerMessage("done", path))
+        error = {"error": "the path needed more memory than BSVM_WORKER_MEMORY_MB"}
+        later = dict.fromkeys(later_keys(task.spec, estimator), error)
+    messages.put(WorkerMessage("done", later))
 
 
 def waiting_worker_main(tasks: Any, messages: Any) -> None:
