@@ -372,15 +372,16 @@ class ModelRegistry:
                 .values(record=json.dumps(record, sort_keys=True))
             )
 
-    def set_plot_data(self, model_id: str, key: str, value: Any) -> None:
-        """Put ``value`` at ``plot_data[key]`` of ``model_id``'s record (plot data computed after
-        the model was stored: the ν path); nothing happens when the model is gone."""
+    def set_plot_data(self, model_id: str, values: dict[str, Any]) -> None:
+        """Put each of ``values`` at ``plot_data[key]`` of ``model_id``'s record (plot data
+        computed after the model was stored: the ν path, the comparison); nothing happens when
+        the model is gone."""
         with self.db.write() as conn:
             row = conn.execute(select(models.c.record).where(models.c.model_id == model_id)).first()
             if row is None:
                 return
             record = json.loads(row.record)
-            record["plot_data"] = {**(record.get("plot_data") or {}), key: value}
+            record["plot_data"] = {**(record.get("plot_data") or {}), **values}
             conn.execute(
                 update(models)
                 .where(models.c.model_id == model_id)

@@ -36,6 +36,7 @@ Leases compare wall clocks of different hosts: keep them in sync (NTP) well with
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -56,6 +57,7 @@ from service.errors import (
     TrainingTimeout,
 )
 from service.model_types import ModelTypes
+from service.plots.data import later_keys
 from service.repository.database import Database
 from service.repository.faults import backend_down
 from service.repository.jobs import JobStore, new_job_id
@@ -500,6 +502,16 @@ class JobQueue:
             running.detail = detail
 
     def _run(self, running: Running, task: TrainTask, kept: PendingSave | None = None) -> None:
+        """Fit, store and end the job; then its ν path, if its model type has one."""
+        held = getattr(self.executor, "refill_after", None)  # a new warm worker after the answer
+        with held() if held is not None else contextlib.nullcontext():
+            outcome = self._fit_and_end(running, task, kept)
+        if task.spec.nu_path and outcome.status == "succeeded" and outcome.result is not None:
+            self._store_path(running.job_id, task, outcome.result.estimator)
+
+    def _fit_and_end(self, running: Running, task: TrainTask, kept: PendingSave | None) -> Outcome:
+        """Fit the task (unless ``kept`` holds its model), store the model, end the job; how the
+        fit ended."""
         started = time.monotonic()
         job_id = running.job_id
         if kept is not None:
@@ -519,7 +531,7 @@ class JobQueue:
         try:
             if running.lost:
                 logger.warning("job %s was taken over by another process; result dropped", job_id)
-                return
+                return Outcome("lost")  # nor its path: the job is no longer this process's
             if outcome.status == "succeeded" and (kept or outcome.result) is not None:
                 outcome.status = self._save(running, task, outcome, kept)
             else:
@@ -531,19 +543,19 @@ class JobQueue:
             if self.metrics is not None:
                 label = outcome.status if outcome.status != "invalid" else "failed"
                 self.metrics.record_training(task.model_type, label, time.monotonic() - started)
-        if task.spec.nu_path and outcome.status == "succeeded" and outcome.result is not None:
-            self._store_path(job_id, task, outcome.result.estimator)
+        return outcome
 
     def _store_path(self, job_id: str, task: TrainTask, estimator: Any) -> None:
-        """After the job ended (its answer is not kept waiting): the stored model's ν path, in a
-        worker process on the task's rows, into its record (``plot_data.path``)."""
+        """After the job ended (its answer is not kept waiting): the stored model's ν path and the
+        plot data computed beside it (``plots.data.later_plot_data``), in a worker process on
+        the task's rows, into its record (``plot_data.path``, ``plot_data.compare``)."""
         try:
             ended = self.job_store.ended_with(job_id)
             if ended is None or ended[0] != "succeeded" or ended[1] is None:
                 return
             if task.X is None:  # rows by reference: the path would refit on all of them
                 path = {"error": NO_PATH_BY_REFERENCE}
-                self.store.registry.set_plot_data(ended[1], "path", path)
+                self.store.registry.set_plot_data(ended[1], {"path": path})
                 return
             outcome = run_in_process(
                 task,
@@ -552,10 +564,13 @@ class JobQueue:
                 target=path_main,
                 extra_args=(estimator,),
             )
-            path = outcome.result if outcome.status == "succeeded" else None
-            if path is None:
-                path = {"error": f"the path was not computed ({outcome.status}: {outcome.message})"}
-            self.store.registry.set_plot_data(ended[1], "path", path)
+            later = outcome.result if outcome.status == "succeeded" else None
+            if later is None:
+                error = {
+                    "error": f"the path was not computed ({outcome.status}: {outcome.message})"
+                }
+                later = dict.fromkeys(later_keys(task.spec, estimator), error)
+            self.store.registry.set_plot_data(ended[1], later)
         except Exception:
             logger.exception("job %s: the model's path could not be stored", job_id)
 

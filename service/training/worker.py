@@ -32,7 +32,8 @@ from sklearn.preprocessing import StandardScaler
 
 from service.data.loading import DataReadError
 from service.model_types import ModelSpec
-from service.plots.data import path_or_error, plot_data
+from service.plots.data import later_keys, later_plot_data, plot_data
+from service.training.messages import Messages, widen
 from service.training.metrics import classification_metrics
 from service.training.selection import run_model_selection
 from service.training.tasks import TrainTask
@@ -258,14 +259,16 @@ def worker_main(task: TrainTask, messages: Any, n_jobs: int = 1) -> None:
 
 
 def path_main(task: TrainTask, messages: Any, estimator: Any) -> None:
-    """Entry point of the process that computes a stored model's ν path on its training rows."""
+    """Entry point of the process that computes a stored model's ν path and the plot data beside
+    it (``plots.data.later_plot_data``) on its training rows: ``{key: data or {"error": ...}}``."""
     exit_with_parent()
     limit_memory(task.memory_limit_mb)
     try:
-        path = path_or_error(estimator, task.X, task.y)
+        later = later_plot_data(task.spec, estimator, task.X, task.y)
     except MemoryError:
-        path = {"error": "the path needed more memory than BSVM_WORKER_MEMORY_MB"}
-    messages.put(WorkerMessage("done", path))
+        error = {"error": "the path needed more memory than BSVM_WORKER_MEMORY_MB"}
+        later = dict.fromkeys(later_keys(task.spec, estimator), error)
+    messages.put(WorkerMessage("done", later))
 
 
 def waiting_worker_main(tasks: Any, messages: Any) -> None:
@@ -341,7 +344,7 @@ def _main_not_reimported() -> Iterator[None]:
 
 @dataclass
 class StartedWorker:
-    """A running worker process, its message queue and, for a warm one, the pipe its one task
+    """A running worker process, its message pipe and, for a warm one, the pipe its one task
     goes down (None: the task was given at start)."""
 
     process: Any
@@ -349,7 +352,7 @@ class StartedWorker:
     tasks: Any = None
 
     def stop(self) -> None:
-        """Kill the process (if still alive) and release its queue and pipe."""
+        """Kill the process (if still alive) and release its pipes."""
         _stop(self.process)
         self.close()
 
@@ -359,9 +362,8 @@ class StartedWorker:
         threading.Thread(target=self.stop, name="worker-reaper", daemon=True).start()
 
     def close(self) -> None:
-        """Release the queue and the pipe (the process is gone or left alone)."""
+        """Release the message pipe and the task pipe (the process is gone or left alone)."""
         self.messages.close()
-        self.messages.cancel_join_thread()
         if self.tasks is not None:
             self.tasks.close()
 
@@ -370,11 +372,13 @@ def start_waiting_worker() -> StartedWorker:
     """Start a warm worker: a process that waits for one task (``waiting_worker_main``)."""
     ctx = worker_context()
     receiving, sending = ctx.Pipe(duplex=False)
-    messages = ctx.Queue()
+    widen(sending)  # a task goes in one write (``messages``)
+    messages = Messages(ctx)
     process = ctx.Process(target=waiting_worker_main, args=(receiving, messages), daemon=True)
     with _main_not_reimported():
         process.start()
-    receiving.close()  # the child holds its own end
+    receiving.close()  # the child holds its own ends
+    messages.started()
     return StartedWorker(process, messages, sending)
 
 
@@ -407,10 +411,11 @@ def run_in_process(
             warm.stop()
     if worker is None:
         ctx = worker_context()
-        messages = ctx.Queue()
+        messages = Messages(ctx)
         process = ctx.Process(target=target, args=(task, messages, *extra_args), daemon=True)
         with _main_not_reimported():
             process.start()
+        messages.started()
         worker = StartedWorker(process, messages)
     outcome: Outcome | None = None
     try:

@@ -12,7 +12,16 @@ from PIL import Image
 from sklearn.datasets import load_breast_cancer
 
 from bsvm_core import BayesianSVM
+from service.model_types import model_types
 from service.plots import trace as trace_plot
+from service.plots.data import (
+    feature_stats,
+    later_keys,
+    later_plot_data,
+    linear_comparison,
+    plot_data,
+    regularisation_path,
+)
 from tests.service.conftest import train_body
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -138,6 +147,7 @@ def test_warm_started_path_points_equal_cold_fits(cancer):
 def test_compare_alpha_two_equals_the_linear_svm(client, cancer):
     X, y = cancer
     rec = train(client, X, y, "em_svm", params={"alpha": 2, "nu": 0.7})
+    path_when_ready(client, rec["model_id"])  # the comparison is stored with the path
     stored = client.app.state.store.get_record(rec["model_id"])["plot_data"]["compare"]
     assert stored["C"] == [pytest.approx(0.49)]
     estimator = client.app.state.store.load(rec["model_id"])
@@ -153,6 +163,22 @@ def test_compare_alpha_two_equals_the_linear_svm(client, cancer):
     kernel = train(client, X, y, "kernel_svm")
     assert_409(client.get(f"/models/{kernel['model_id']}/compare.png"), "Bayesian models")
     assert client.get(f"/models/{UNKNOWN}/compare.png").status_code == 404
+
+
+def test_a_nu_path_type_leaves_its_path_and_comparison_for_after_the_save(cancer):
+    X, y = cancer
+    types = model_types()
+    em = BayesianSVM(method="em", alpha=2, nu=0.7).fit(X, y)
+    now = plot_data(types["em_svm"], em, X, y, path=False)
+    assert now["path"]["pending"] is True and now["compare"]["pending"] is True
+    assert now["feature_stats"] == feature_stats(X)
+    later = later_plot_data(types["em_svm"], em, X, y)
+    assert set(later) == {"path", "compare"} == set(later_keys(types["em_svm"], em))
+    assert later["compare"] == linear_comparison(em, X, y)  # the same numbers as at fit time
+    assert later["path"] == regularisation_path(em, X, y)
+    mcmc = types["mcmc_svm"]  # no ν path: its comparison is computed with the model
+    compare = plot_data(mcmc, em, X, y, path=False)["compare"]
+    assert later_keys(mcmc, em) == [] and compare == linear_comparison(em, X, y)
 
 
 def test_the_record_hides_plot_data(client, cancer):
@@ -194,5 +220,6 @@ def test_compare_names_only_the_largest_coefficients(client):
     y = (X[:, 0] / 0.01 + X[:, 29] / 100 + rng.normal(size=120) > 0).astype(int)
     body = train_body(X, y, "em_svm", params={"alpha": 2.0}, name="wide")
     assert client.post("/train", json=body).status_code == 201
+    path_when_ready(client, "wide")  # the comparison is stored with the path
     assert_png(client.get("/models/wide/compare.png"))
     assert MAX_LABELS < 30

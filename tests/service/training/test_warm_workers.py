@@ -100,3 +100,20 @@ def test_the_forkserver_preloads_what_a_first_fit_imports():
     new = queue.get(timeout=120)
     process.join(timeout=30)
     assert new == []
+
+
+def test_a_task_waits_for_the_warm_worker_being_started():
+    pool = WarmWorkers(1)
+    pool.fill()  # the forkserver is up and warm: a worker now starts in milliseconds
+    first = pool.take()
+    assert first is not None
+    pool.refill()  # as after a training: the replacement starts in the background
+    second = pool.take()  # at once: not None, the worker under way
+    assert second is not None and second.process.is_alive()
+    assert second.process.pid != first.process.pid
+    first.stop()
+    second.stop()
+    empty = WarmWorkers(1)
+    started = time.monotonic()
+    assert empty.take() is None and time.monotonic() - started < 0.5  # no refill: no wait
+    pool.close()
