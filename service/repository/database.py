@@ -56,7 +56,8 @@ def is_fault(exc: BaseException) -> bool:
 
 
 def _sqlite_engine(url: str, *, immediate: bool) -> Engine:
-    """A SQLite engine in WAL mode with a busy timeout; ``immediate`` writers lock at BEGIN."""
+    """A SQLite engine in WAL mode, durable commits and a busy timeout; ``immediate`` writers lock
+    at BEGIN."""
     parsed = make_url(url)
     if parsed.database and parsed.database != ":memory:":
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
@@ -70,7 +71,10 @@ def _sqlite_engine(url: str, *, immediate: bool) -> Engine:
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_MS}")
-        cursor.execute("PRAGMA synchronous=NORMAL")
+        # FULL: a commit is on disk before it returns (WAL's NORMAL may lose the last commits
+        # to an OS crash or power loss), so an acknowledged model's row survives as its
+        # artifact does; one WAL flush per commit
+        cursor.execute("PRAGMA synchronous=FULL")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 
