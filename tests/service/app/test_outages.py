@@ -9,6 +9,7 @@ time; the outage on the access lines and in the metrics; everything back once th
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -30,6 +31,10 @@ from tests.service.tcp_proxy import TcpProxy
 
 BOUND_S = 60.0
 """Longest wait on any one request or recovery (a bound, never a timing assertion)."""
+FAULT_TIMEOUT_S = 0.5
+"""The store timeout while the store refuses or hangs: every call then waits it out (refused
+connections are retried by botocore and s3fs until it ends). Outside the fault the servers keep
+1.5 s, so a store call of a loaded machine does not time out."""
 
 Call = Callable[[TestClient], httpx.Response]
 
@@ -181,6 +186,18 @@ def store_pair(s3_proxy: TcpProxy, tmp_path) -> Iterator[tuple[TestClient, TestC
         yield a, b
 
 
+@contextlib.contextmanager
+def store_timeout(client: TestClient, seconds: float) -> Iterator[None]:
+    """The server's artifact store bounds each call by ``seconds`` for the block (its
+    ``BSVM_STORE_TIMEOUT_S``, read at every call), then by its setting again."""
+    artifacts = client.app.state.store.artifacts
+    configured, artifacts.timeout_s = artifacts.timeout_s, seconds
+    try:
+        yield
+    finally:
+        artifacts.timeout_s = configured
+
+
 @pytest.mark.parametrize("mode", ["refuse", "hang"])
 def test_store_refusing_or_hanging(store_pair, s3_proxy, iris, mode, caplog):
     a, b = store_pair
@@ -197,7 +214,11 @@ def test_store_refusing_or_hanging(store_pair, s3_proxy, iris, mode, caplog):
         "predict name": lambda c: c.post("/predict", json={"model": "other", "X": rows}),
         "v2 infer": lambda c: c.post("/v2/models/other/infer", json=v2_body(rows)),
     }
-    with caplog.at_level(logging.INFO, logger="service.access"), s3_proxy.fault(mode):
+    with (
+        caplog.at_level(logging.INFO, logger="service.access"),
+        s3_proxy.fault(mode),
+        store_timeout(b, FAULT_TIMEOUT_S),
+    ):
         ready = bounded(lambda c: c.get("/health/ready"), b)
         assert ready.status_code == 503 and int(ready.headers["Retry-After"]) > 0
         assert ready.json()["checks"] == {"database": True, "store": False, "registry": True}
