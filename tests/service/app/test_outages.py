@@ -29,6 +29,8 @@ from tests.service.conftest import BUCKET, train_body
 from tests.service.postgres_server import PostgresServer, fresh_database
 from tests.service.tcp_proxy import TcpProxy
 
+pytestmark = pytest.mark.slow
+
 BOUND_S = 60.0
 """Longest wait on any one request or recovery (a bound, never a timing assertion)."""
 FAULT_TIMEOUT_S = 0.5

@@ -22,6 +22,8 @@ from tests.service.conftest import BUCKET
 from tests.service.postgres_server import PostgresServer, fresh_database
 from tests.service.tcp_proxy import TcpProxy
 
+pytestmark = pytest.mark.slow
+
 BOUND_S = 30.0
 """Any call of these tests that does not return within this never would (no timing assertion)."""
 FAULT_TIMEOUT_S = 0.5

@@ -26,6 +26,8 @@ from tests.service.slow_estimator import slow_task
 from tests.service.tcp_proxy import TcpProxy
 from tests.service.training.test_jobs import make_queue, wait_done
 
+pytestmark = pytest.mark.slow
+
 ACKNOWLEDGED = 6
 STORE_TIMEOUT_S = 1.5
 """A refused save attempt ends within this (as in ``test_outages``), not after botocore's and
