@@ -11,6 +11,8 @@ pytest.importorskip("distributed")
 
 from bench import bench_distributed
 
+pytestmark = pytest.mark.slow
+
 
 def test_quick_run_prints_the_table_and_matches_in_memory(tmp_path: Path) -> None:
     argv = ["--quick", "--sources", "local", "--no-dask-ml", "--data-dir", str(tmp_path)]

@@ -222,12 +222,13 @@ class ArtifactStore:
 
     def is_usable(self, timeout_s: float | None = None) -> bool:
         """True when the root is reachable and writable (for s3: the bucket answers within
-        ``timeout_s``, default ``self.timeout_s``)."""
+        ``timeout_s`` and within ``self.timeout_s``, the bound of every store call)."""
         if self.local:
             return os.path.isdir(self.root) and os.access(self.root, os.W_OK | os.X_OK)
         bucket = self.root.split("/", 1)[0]
+        bound = self.timeout_s if timeout_s is None else min(timeout_s, self.timeout_s)
         try:
-            self._call("info", bucket, timeout_s=timeout_s)
+            self._call("info", bucket, timeout_s=bound)
         except StoreUnavailable:  # ``outage`` has logged it
             return False
         except FileNotFoundError:

@@ -9,6 +9,7 @@ time; the outage on the access lines and in the metrics; everything back once th
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -28,8 +29,14 @@ from tests.service.conftest import BUCKET, train_body
 from tests.service.postgres_server import PostgresServer, fresh_database
 from tests.service.tcp_proxy import TcpProxy
 
+pytestmark = pytest.mark.slow
+
 BOUND_S = 60.0
 """Longest wait on any one request or recovery (a bound, never a timing assertion)."""
+FAULT_TIMEOUT_S = 0.5
+"""The store timeout while the store refuses or hangs: every call then waits it out (refused
+connections are retried by botocore and s3fs until it ends). Outside the fault the servers keep
+1.5 s, so a store call of a loaded machine does not time out."""
 
 Call = Callable[[TestClient], httpx.Response]
 
@@ -74,6 +81,17 @@ def predicts(rows: list[list[float]], model_id: str) -> dict[str, Call]:
 
 def access_fields(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
     return [r.fields for r in caplog.records if r.name == "service.access"]
+
+
+def met_on_every_route(
+    seen: list[tuple[str, bool, httpx.Response]], loaded: dict[str, Call], others: dict[str, Call]
+) -> bool:
+    """Every loaded-model route answered 200, and every other route 503, while the database was
+    down."""
+    during = Counter((name, r.status_code) for name, was_down, r in list(seen) if was_down)
+    return all(during[(name, 200)] for name in loaded) and all(
+        during[(name, 503)] for name in others
+    )
 
 
 @pytest.fixture()
@@ -131,7 +149,7 @@ def test_postgres_stopped_and_started_under_traffic(pg_client, stoppable_postgre
             sync_train = bounded(
                 lambda c: c.post("/train", json=train_body(X, y, name="s")), client
             )
-            time.sleep(2.0)
+            until(lambda: met_on_every_route(seen, loaded, others))  # the traffic of the outage
             down.clear()
             stoppable_postgres.start()
             until(lambda: client.get("/models").status_code == 200)
@@ -181,6 +199,18 @@ def store_pair(s3_proxy: TcpProxy, tmp_path) -> Iterator[tuple[TestClient, TestC
         yield a, b
 
 
+@contextlib.contextmanager
+def store_timeout(client: TestClient, seconds: float) -> Iterator[None]:
+    """The server's artifact store bounds each call by ``seconds`` for the block (its
+    ``BSVM_STORE_TIMEOUT_S``, read at every call), then by its setting again."""
+    artifacts = client.app.state.store.artifacts
+    configured, artifacts.timeout_s = artifacts.timeout_s, seconds
+    try:
+        yield
+    finally:
+        artifacts.timeout_s = configured
+
+
 @pytest.mark.parametrize("mode", ["refuse", "hang"])
 def test_store_refusing_or_hanging(store_pair, s3_proxy, iris, mode, caplog):
     a, b = store_pair
@@ -197,7 +227,11 @@ def test_store_refusing_or_hanging(store_pair, s3_proxy, iris, mode, caplog):
         "predict name": lambda c: c.post("/predict", json={"model": "other", "X": rows}),
         "v2 infer": lambda c: c.post("/v2/models/other/infer", json=v2_body(rows)),
     }
-    with caplog.at_level(logging.INFO, logger="service.access"), s3_proxy.fault(mode):
+    with (
+        caplog.at_level(logging.INFO, logger="service.access"),
+        s3_proxy.fault(mode),
+        store_timeout(b, FAULT_TIMEOUT_S),
+    ):
         ready = bounded(lambda c: c.get("/health/ready"), b)
         assert ready.status_code == 503 and int(ready.headers["Retry-After"]) > 0
         assert ready.json()["checks"] == {"database": True, "store": False, "registry": True}

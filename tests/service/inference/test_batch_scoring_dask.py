@@ -9,6 +9,7 @@ while and the test acts while the job runs: after the first partition is written
 from __future__ import annotations
 
 import io
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -126,6 +127,20 @@ def settled(watcher: Any) -> bool:
     return not busy and held == 0 and not any(executing.values())
 
 
+def queued_partitions(watcher: Any) -> list[int]:
+    """Indexes of the batch job's partitions still in the scheduler's queue (the tasks are
+    ``bsvm-batch-<hex>-<index>``): handed to no worker yet, so not started."""
+    states = watcher.run_on_scheduler(
+        lambda dask_scheduler: {str(key): ts.state for key, ts in dask_scheduler.tasks.items()}
+    )
+    found = (
+        re.fullmatch(r"bsvm-batch-[0-9a-f]{32}-(\d+)", key)
+        for key, state in states.items()
+        if state == "queued"
+    )
+    return sorted(int(match.group(1)) for match in found if match)
+
+
 def wait_until(condition: Any, timeout_s: float = 60.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
@@ -164,11 +179,17 @@ def test_an_input_deleted_mid_job_fails_naming_it(
     wait_until(lambda: settled(watcher))
     job_id = start(client, "doomed")
     after_first_partition(client, job_id)
-    s3.rm(keys[-1])  # the last file: its task has not started yet
+    waiting = queued_partitions(watcher)
+    assert waiting, "every partition was handed to a worker already"
+    # a file whose task is second in the scheduler's queue, so it has not started yet: the job
+    # fails there, without scoring the files after it
+    doomed = keys[waiting[min(1, len(waiting) - 1)]]
+    s3.rm(doomed)
     job = wait_for_job(client, job_id)
     assert job["status"] == "failed", job
+    assert job["progress_detail"]["partitions_done"] < N_FILES - 1  # the ones after it: not run
     detail = job["error"]["details"][0]
     assert detail["field"] == "input.uri", job["error"]
-    assert Path(keys[-1]).name in detail["problem"] and "no longer exists" in detail["problem"]
+    assert Path(doomed).name in detail["problem"] and "no longer exists" in detail["problem"]
     wait_until(lambda: settled(watcher))
     assert output_files(s3, "doomed") == []  # no _SUCCESS, no part file, nothing staged

@@ -130,6 +130,20 @@ def test_is_usable(store: ArtifactStore) -> None:
     assert store.is_usable()
 
 
+def test_the_usable_check_waits_no_longer_than_the_store_timeout(s3_endpoint: str) -> None:
+    store = ArtifactStore(f"s3://{BUCKET}/p", endpoint_url=s3_endpoint, timeout_s=0.5)
+    bounds: list[float | None] = []
+    calls = store._call
+
+    def recorded(method: str, *args: object, timeout_s: float | None = None, **kwargs: object):
+        bounds.append(timeout_s)
+        return calls(method, *args, timeout_s=timeout_s, **kwargs)
+
+    store._call = recorded  # type: ignore[method-assign]
+    assert store.is_usable(2.0) and store.is_usable(0.2) and store.is_usable()
+    assert bounds == [0.5, 0.2, 0.5]
+
+
 def test_missing_bucket_is_not_usable(s3_endpoint: str) -> None:
     assert not ArtifactStore("s3://no-such-bucket/p", endpoint_url=s3_endpoint).is_usable()
 

@@ -19,6 +19,8 @@ from service.training.worker import Outcome
 from tests.service.slow_estimator import slow_task
 from tests.service.training.test_jobs import process_gone, read_pid
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def cluster(dask_cluster: Any) -> Any:

@@ -26,7 +26,12 @@ from tests.service.slow_estimator import slow_task
 from tests.service.tcp_proxy import TcpProxy
 from tests.service.training.test_jobs import make_queue, wait_done
 
+pytestmark = pytest.mark.slow
+
 ACKNOWLEDGED = 6
+STORE_TIMEOUT_S = 1.5
+"""A refused save attempt ends within this (as in ``test_outages``), not after botocore's and
+s3fs's own retries (2 to 6 s each here, most of these tests' time)."""
 ACTIVE = ("queued", "running")
 
 
@@ -39,11 +44,13 @@ def proxy(s3_endpoint: str) -> Iterator[TcpProxy]:
 
 
 def proxied_settings(tmp_path, proxy: TcpProxy, **overrides) -> Settings:
+    """A server storing through ``proxy``; each store call bounded by ``STORE_TIMEOUT_S``."""
     prefix = uuid.uuid4().hex
     return Settings(
         data_dir=tmp_path,
         artifact_url=f"s3://{BUCKET}/{prefix}",
         s3_endpoint_url=proxy.url,
+        store_timeout_s=STORE_TIMEOUT_S,
         log_level="warning",
         max_queued=64,
         **overrides,
