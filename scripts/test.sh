@@ -5,6 +5,9 @@ cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
 # one BLAS thread: steadier, and faster for the many small solves of the suite on 2 cores
 export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}" OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
+# bytecode is cached: every server, forkserver worker and Dask worker the suite starts imports
+# service/ and bsvm_core/ (~0.45 CPU s each to compile) and pytest's workers rewrite the tests
+unset PYTHONDONTWRITEBYTECODE
 # lets scikit-learn's estimator checks run their array-API input check instead of skipping it
 export SCIPY_ARRAY_API=1
 # the PostgreSQL server binaries (initdb, pg_ctl): the registry tests start a real server
