@@ -164,76 +164,60 @@ class JobStore:
         or running job holds it (``uq_jobs_active_target`` settles a race between processes).
         """
         try:
-            return self._add(
-                job_id, model_type, name, data, max_queued, kind, model_id, claim, target
-            )
-        except IntegrityError:
+            with self.db.write() as conn:
+                if target is not None:
+                    holder = _active_holder(conn, target)
+                    if holder is not None:
+                        raise _target_taken(target, holder)
+                waiting = int(
+                    conn.execute(
+                        select(func.count()).select_from(jobs).where(jobs.c.status == "queued")
+                    ).scalar()
+                    or 0
+                )
+                if waiting >= max_queued:
+                    raise Busy(
+                        f"{waiting} jobs are waiting (BSVM_MAX_QUEUED); retry later",
+                        headers={"Retry-After": str(RETRY_AFTER_S)},
+                    )
+                now = now_iso()
+                values: dict[str, Any] = {"status": "queued", "progress": 0.0, "attempts": 0}
+                claimed = claim is not None and waiting == 0
+                if claim is not None and claimed:
+                    owner, lease_s = claim
+                    values = {
+                        "status": "running",
+                        "owner": owner,
+                        "lease_expires": time.time() + lease_s,
+                        "attempts": 1,
+                        "started_at": now,
+                        "progress": 0.05,
+                    }
+                conn.execute(
+                    insert(jobs).values(
+                        job_id=job_id,
+                        kind=kind,
+                        model_id=model_id,
+                        model_type=model_type,
+                        name=name,
+                        cancel_requested=False,
+                        created_at=now,
+                        target=target,
+                        **values,
+                    )
+                )
+                conn.execute(insert(job_payloads).values(job_id=job_id, data=data))
+        except IntegrityError:  # another process took the target after the check above
             holder = self.holder_of(target) if target is not None else None
             if holder is None:
                 raise
             raise _target_taken(target, holder) from None
+        return claimed
 
     def holder_of(self, target: str) -> str | None:
         """The queued or running job that writes to ``target``, if any."""
         with self.db.read() as conn:
             return _active_holder(conn, target)
-
-    def _add(
-        self,
-        job_id: str,
-        model_type: str,
-        name: str,
-        data: bytes,
-        max_queued: int,
-        kind: str,
-        model_id: str | None,
-        claim: tuple[str, float] | None,
-        target: str | None,
-    ) -> bool:
-        with self.db.write() as conn:
-            if target is not None:
-                holder = _active_holder(conn, target)
-                if holder is not None:
-                    raise _target_taken(target, holder)
-            waiting = int(
-                conn.execute(
-                    select(func.count()).select_from(jobs).where(jobs.c.status == "queued")
-                ).scalar()
-                or 0
-            )
-            if waiting >= max_queued:
-                raise Busy(
-                    f"{waiting} jobs are waiting (BSVM_MAX_QUEUED); retry later",
-                    headers={"Retry-After": str(RETRY_AFTER_S)},
-                )
-            now = now_iso()
-            values: dict[str, Any] = {"status": "queued", "progress": 0.0, "attempts": 0}
-            claimed = claim is not None and waiting == 0
-            if claim is not None and claimed:
-                owner, lease_s = claim
-                values = {
-                    "status": "running",
-                    "owner": owner,
-                    "lease_expires": time.time() + lease_s,
-                    "attempts": 1,
-                    "started_at": now,
-                    "progress": 0.05,
-                }
-            conn.execute(
-                insert(jobs).values(
-                    job_id=job_id,
-                    kind=kind,
-                    model_id=model_id,
-                    model_type=model_type,
-                    name=name,
-                    cancel_requested=False,
-                    created_at=now,
-                    target=target,
-                    **values,
-                )
-            )
-            conn.execute(insert(job_payloads).values(job_id=job_id, data=data))
-        return claimed
 
     def claim_oldest(self, owner: str, lease_s: float) -> tuple[str, bytes | None, str] | None:
         """Take the oldest queued job for ``owner``: its id, task and kind; None when none is

@@ -59,6 +59,17 @@ class WarmWorkers:
                     return None
                 self._changed.wait(remaining)
 
+    def wait_ready(self, timeout_s: float) -> bool:
+        """True once a worker waits idle, within ``timeout_s`` (False when none does by then)."""
+        deadline = time.monotonic() + timeout_s
+        with self._changed:
+            while not self._idle:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._closed:
+                    return False
+                self._changed.wait(remaining)
+            return True
+
     def refill(self) -> None:
         """Start the missing workers in a background thread (one filler at a time)."""
         if self.size > 0 and not self._closed:

@@ -95,7 +95,13 @@ def test_cancel_kills_the_worker(manager, tmp_path):
 
 
 def test_timeout_kills_the_worker(settings, tmp_path):
-    manager = make_queue(settings.model_copy(update={"train_timeout_s": 1.0}))
+    settings = settings.model_copy()
+    manager = make_queue(settings)
+    # one fit first, and a warm worker waiting: the 1 s limit below is the fit's, not a cold
+    # worker's start (which alone can take longer than 1 s on a loaded or cold machine)
+    manager.wait(manager.submit(slow_task(name="warm"))["job_id"])
+    assert manager.executor.warm.wait_ready(60.0)
+    settings.train_timeout_s = 1.0
     pid_file = tmp_path / "pid"
     job_id = manager.submit(slow_task(seconds=120.0, pid_file=str(pid_file)))["job_id"]
     pid = read_pid(pid_file)
