@@ -135,6 +135,16 @@ def newton_step(
     return u - b * v, b
 
 
+def solve_with_ones(L: np.ndarray, r: np.ndarray, lower: bool) -> np.ndarray | None:
+    """[u | v] with A u = r and A v = e from A's Cholesky factor ``L`` (``dpotrf``), one
+    ``dpotrs`` call; None when it fails. The bordered KKT systems here take z = u − b v."""
+    rhs = np.empty((L.shape[0], 2), order="F")
+    rhs[:, 0] = r
+    rhs[:, 1] = 1.0
+    uv, info = dpotrs(L, rhs, lower=int(lower), overwrite_b=1)
+    return None if info != 0 else uv
+
+
 def newton_step_kernel(
     K_FF: np.ndarray, r: np.ndarray, c: float
 ) -> tuple[np.ndarray, float] | None:
@@ -142,16 +152,12 @@ def newton_step_kernel(
     diag(y_F), in z = y_F ∘ α_F (r = y_F ∘ rhs), so K_FF needs no scaling by y_F y_Fᵀ (two passes
     over |F|² values a round). The same pivot test; z = u − b v with K_FF u = r, K_FF v = e and
     b = (eᵀu − c) / (eᵀv)."""
-    k = K_FF.shape[0]
     scale = float(K_FF.diagonal().max())
     L, info = dpotrf(K_FF.T, lower=0, clean=0, overwrite_a=1)  # symmetric: .T is F-ordered
     if info != 0 or not float(L.diagonal().min()) ** 2 >= MIN_PIVOT * scale:
         return None
-    rhs = np.empty((k, 2), order="F")
-    rhs[:, 0] = r
-    rhs[:, 1] = 1.0
-    uv, info = dpotrs(L, rhs, lower=0, overwrite_b=1)
-    if info != 0:
+    uv = solve_with_ones(L, r, lower=False)
+    if uv is None:
         return None
     sum_u, sum_v = uv.sum(axis=0).tolist()
     b = (sum_u - c) / sum_v

@@ -22,7 +22,9 @@ Q_FF's constant part y_F y_Fᵀ adds nothing on the face, and the step moves F =
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg.lapack import dpotrf, dpotrs
+from scipy.linalg.lapack import dpotrf
+
+from .active_set import solve_with_ones
 
 RIDGE = 1e-7
 """ε per free point added to Q_FF's diagonal: above the float32 kernel values' rounding (~6e-8 an
@@ -49,11 +51,8 @@ def face_newton_step(
     L, info = dpotrf(M, lower=1, clean=0, overwrite_a=1)
     if info != 0:
         return None
-    rhs = np.empty((k, 2), order="F")
-    rhs[:, 0] = F_F
-    rhs[:, 1] = 1.0
-    uv, info = dpotrs(L, rhs, lower=1, overwrite_b=1)
-    if info != 0:
+    uv = solve_with_ones(L, F_F, lower=True)
+    if uv is None:
         return None
     sum_u, sum_v = uv.sum(axis=0).tolist()
     z = uv[:, 1] * (sum_u / sum_v)
