@@ -368,7 +368,7 @@ def run_batch(
                 rows = _on_dask(settings.dask_scheduler, estimator, tasks, stop, on_progress)
             else:
                 rows = _locally(estimator, tasks, stop, on_progress)
-            if stop.is_set():
+            if cancelled.is_set():  # every file scored: a limit passed just now loses nothing
                 raise TrainingCancelled("the batch scoring was cancelled")
         except TrainingCancelled:
             if stop.expired and not cancelled.is_set():

@@ -409,6 +409,28 @@ def test_a_batch_past_its_time_limit_fails_and_leaves_nothing(
     assert not any(out.rglob("*"))
 
 
+def test_a_limit_that_passes_after_the_last_file_loses_nothing(
+    client: TestClient, data_dir: Path, iris: Any
+) -> None:
+    _write_parts(data_dir / "in-just", iris[0], "parquet")
+    out = data_dir / "just-out"
+    request = BatchPredictRequest.model_validate(
+        _body(
+            data_dir, input={"uri": f"file://{data_dir}/in-just/"}, output={"uri": f"file://{out}/"}
+        )
+    )
+    state = client.app.state
+    settings = state.settings.model_copy(update={"batch_timeout_s": 0.5})
+    plan = BatchPlan.from_bytes(plan_batch(request, state.store, settings).to_bytes())
+
+    def progress(fraction: float, detail: Any = None) -> None:
+        if fraction == 1.0:
+            time.sleep(0.6)  # every file is scored and staged; the limit passes before the commit
+
+    result = run_batch(plan, "j_" + "3" * 32, state.store, settings, threading.Event(), progress)
+    assert result["rows"] == len(iris[0]) and (out / SUCCESS).exists()
+
+
 def test_a_batch_job_past_its_time_limit_ends_failed(
     client: TestClient, data_dir: Path, iris: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
