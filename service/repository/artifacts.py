@@ -12,8 +12,9 @@ copying::
 * file: the bytes go to ``.tmp-<hex>`` in the model's folder, are fsynced (and, at the same time,
   the root that holds the new folder), and are hard-linked to ``model.joblib`` (a rename that
   refuses to replace; a plain rename where links are not supported), then the folder is
-  fsynced. A crash leaves at most a temporary file: the name never reaches the disk before the
-  bytes do.
+  fsynced (``local_files.write_once``). A crash leaves at most a temporary file: the name never
+  reaches the disk before the bytes do. A training worker may write a model's file itself, the
+  same way, where ``slot`` tells it to (it then does so while it evaluates the model).
 * s3: one PUT with ``If-None-Match: *`` (atomic, exclusive object creation; needs an S3 that
   honours conditional writes: AWS, moto, recent MinIO; s3fs >= 2025.7). Objects over 100 MB
   go multipart, completed under the same condition.
@@ -37,9 +38,7 @@ import contextlib
 import logging
 import os
 import re
-import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
@@ -50,11 +49,16 @@ from fsspec.exceptions import FSTimeoutError
 
 from service.errors import StoreUnavailable
 from service.repository.faults import Outage
+from service.repository.local_files import (
+    ARTIFACT,
+    TMP_PREFIX,
+    LocalArtifact,
+    fsync_dir,
+    write_once,
+)
 
 logger = logging.getLogger("service.repository.artifacts")
 
-ARTIFACT = "model.joblib"
-TMP_PREFIX = ".tmp-"
 #: A folder still holding this file belongs to the pre-database layout; the sweep leaves it alone.
 LEGACY_RECORD = "record.json"
 _ID_RE = re.compile(r"^m_[0-9a-f]{32}$")
@@ -83,27 +87,6 @@ def check_model_id(model_id: str) -> str:
 def local_url(path: Path | str) -> str:
     """The ``file://`` URL of a local folder (absolute, not percent-encoded, as fsspec wants)."""
     return "file://" + str(Path(path).resolve())
-
-
-def fsync_dir(path: str) -> None:
-    """Flush a directory entry (a new name) to disk where the OS allows it."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _in_thread(fn: Callable[[str], None], arg: str) -> threading.Thread:
-    """``fn(arg)`` started in a thread of its own (join it)."""
-    thread = threading.Thread(target=fn, args=(arg,), name="artifact-fsync", daemon=True)
-    thread.start()
-    return thread
 
 
 def _mtime(info: dict[str, Any]) -> float | None:
@@ -258,45 +241,17 @@ class ArtifactStore:
             raise ArtifactExists(f"artifact of {model_id} already stored") from exc
 
     def _put_local(self, model_id: str, path: str, data: bytes) -> None:
-        """Temporary file, fsync, no-replace rename (hard link) into place, fsync the folder.
+        """``local_files.write_once``: temporary file, fsync, no-replace rename (hard link) into
+        place, fsync the folder (and the root, when the folder is new)."""
+        try:
+            write_once(self.root, self._folder(model_id), path, data)
+        except FileExistsError as exc:
+            raise ArtifactExists(f"artifact of {model_id} already stored") from exc
 
-        When the folder was created here, the root's fsync (its new entry) runs in a thread
-        meanwhile, beside the file's and the folder's: flushes issued together cost about one
-        (on a shared disk, 1-4 ms each when issued one after the other). The order that matters
-        stays: the bytes are on disk before the link that names them, and every entry is on
-        disk before this returns.
-        """
-        folder = self._folder(model_id)
-        if os.path.exists(path):
-            raise ArtifactExists(f"artifact of {model_id} already stored")
-        try:
-            os.mkdir(folder)
-            created = True
-        except FileExistsError:
-            created = False
-        tmp = f"{folder}/{TMP_PREFIX}{uuid.uuid4().hex}"
-        root_synced: threading.Thread | None = None
-        try:
-            with open(tmp, "xb") as fh:
-                fh.write(data)
-                fh.flush()
-                if created:
-                    root_synced = _in_thread(fsync_dir, self.root)
-                os.fsync(fh.fileno())
-            try:
-                os.link(tmp, path)
-            except FileExistsError as exc:
-                raise ArtifactExists(f"artifact of {model_id} already stored") from exc
-            except OSError:  # a filesystem without hard links: check, then a plain rename
-                if os.path.exists(path):
-                    raise ArtifactExists(f"artifact of {model_id} already stored") from None
-                os.replace(tmp, path)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-        fsync_dir(folder)
-        if root_synced is not None:
-            root_synced.join()
+    def slot(self, model_id: str) -> LocalArtifact | None:
+        """Where a training worker may write ``model_id``'s artifact itself (``write_once``, the
+        same file as ``put``'s); None when the store is not a local folder."""
+        return LocalArtifact(self.root, check_model_id(model_id)) if self.local else None
 
     def delete(self, model_id: str) -> None:
         """Remove the artifact (and the folder) of ``model_id``; nothing happens when absent."""

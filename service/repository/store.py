@@ -44,6 +44,7 @@ from service.repository.artifacts import ArtifactExists, ArtifactStore
 from service.repository.cache import ModelCache
 from service.repository.database import Database
 from service.repository.faults import CHECK_TIMEOUT_S, BoundedCheck, backend_down, run_checks
+from service.repository.local_files import fsync_dir
 from service.repository.references import is_model_id
 from service.repository.registry import ModelRegistry
 from service.repository.signing import BOUND, UNBOUND, Signer, identity, signing_key
@@ -78,7 +79,37 @@ def estimator_mismatch(estimator: Any, record: dict[str, Any]) -> str | None:
     return None
 
 
-def _failure(future: Future[None]) -> BaseException | None:
+class _PutAfter:
+    """A put's future for an artifact a training worker writes: the first question waits for
+    the worker (``wait``) and, when it did not write the file, puts the bytes here (``put``)."""
+
+    def __init__(self, wait: Callable[[], bool], put: Callable[[], None]) -> None:
+        self._wait, self._put = wait, put
+        self._settled = False
+        self._error: BaseException | None = None
+
+    def _settle(self) -> None:
+        if not self._settled:
+            self._settled = True
+            try:
+                if not self._wait():
+                    self._put()
+            except BaseException as exc:
+                self._error = exc
+
+    def result(self) -> None:
+        """Once the artifact is on disk; its put's error otherwise."""
+        self._settle()
+        if self._error is not None:
+            raise self._error
+
+    def exception(self) -> BaseException | None:
+        """The put's error, once settled; None when the artifact is on disk."""
+        self._settle()
+        return self._error
+
+
+def _failure(future: Future[None] | _PutAfter) -> BaseException | None:
     """The exception ``future`` ended with, once it has ended; None when it succeeded."""
     try:
         return future.exception()
@@ -95,6 +126,9 @@ class PendingSave:
     record: dict[str, Any]
     data: bytes
     estimator: Any = None
+    elsewhere: Callable[[], bool] | None = None
+    """The training worker writes the artifact (a local folder's file): call to wait for it,
+    True once it is on disk; False: it was not written, so the bytes are put here."""
 
 
 class ModelStore:
@@ -214,19 +248,33 @@ class ModelStore:
                 self.discard_artifact(pending.model_id)
             raise
 
-    def prepare(self, estimator: Any, record: dict[str, Any]) -> PendingSave:
-        """A save without I/O yet: the bytes, signed, under a model id chosen now, once."""
-        buffer = io.BytesIO()
-        joblib.dump(estimator, buffer)
-        data = buffer.getvalue()
-        model_id = new_model_id()
+    def prepare(
+        self,
+        estimator: Any,
+        record: dict[str, Any],
+        *,
+        model_id: str | None = None,
+        data: bytes | None = None,
+        elsewhere: Callable[[], bool] | None = None,
+    ) -> PendingSave:
+        """A save without I/O yet: the bytes, signed, under a model id chosen now, once.
+
+        ``data``: the estimator's joblib bytes when they were taken already (by the training
+        worker), under ``model_id``; ``elsewhere``: the worker writes them to the store itself
+        (``PendingSave.elsewhere``), so ``save_prepared`` waits for that instead of a put.
+        """
+        if data is None:
+            buffer = io.BytesIO()
+            joblib.dump(estimator, buffer)
+            data, elsewhere = buffer.getvalue(), None
+        model_id = model_id or new_model_id()
         full = {
             **record,
             "artifact_sha256": self.signer.bound_digest(data, identity(model_id, record)),
             "artifact_digest": self.digest_alg,
             "artifact_bytes": len(data),
         }
-        return PendingSave(model_id, full, data, estimator)
+        return PendingSave(model_id, full, data, estimator, elsewhere)
 
     def pending_from(self, model_id: str, record: dict[str, Any], data: bytes) -> PendingSave:
         """A save kept in a job's row, taken up again; refused (409) unless the bytes still carry
@@ -258,10 +306,17 @@ class ModelStore:
         statements run, and the transaction waits for it before it commits: a row never names
         an artifact that is not on disk, and a failed put rolls the row back and is raised as
         it was. An S3 put comes first, as before (its transaction would otherwise hold the
-        database's write lock for as long as the store takes to answer).
+        database's write lock for as long as the store takes to answer). Bytes the training
+        worker writes (``pending.elsewhere``) are waited for at the same point instead, and put
+        here only when the worker did not write them.
         """
         model_id, data = pending.model_id, pending.data
-        put = self._put_beside(model_id, data)
+        if pending.elsewhere is not None:
+            put: Future[None] | _PutAfter = _PutAfter(
+                pending.elsewhere, lambda: self._put_after_worker(model_id, data)
+            )
+        else:
+            put = self._put_beside(model_id, data)
 
         def stored_then(conn: Connection, record: dict[str, Any]) -> None:
             put.result()  # the row commits only once the artifact is on disk
@@ -299,6 +354,16 @@ class ModelStore:
             raise
         done.set_result(None)
         return done
+
+    def _put_after_worker(self, model_id: str, data: bytes) -> None:
+        """``_put_once`` of bytes a training worker failed to write or died writing; when its
+        file is there whole, its folder's entries are flushed again (it may have died between
+        the link and the folder's fsync)."""
+        self._put_once(model_id, data)
+        slot = self.artifacts.slot(model_id)
+        if slot is not None:
+            fsync_dir(slot.folder)
+            fsync_dir(slot.root)
 
     def _put_once(self, model_id: str, data: bytes) -> None:
         """Put the artifact; an earlier attempt's identical bytes under the id count as put."""

@@ -29,6 +29,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
+from service.repository.local_files import LocalArtifact
 from service.settings import Settings
 from service.training.warm_workers import WarmWorkers
 from service.training.worker import (
@@ -78,6 +79,9 @@ class LocalExecutor:
     """Each fit in a process of its own on this machine, one core (``n_jobs=1``): one of
     ``warm_workers`` started ahead and waiting (``WarmWorkers``), else a fresh one."""
 
+    writes_artifacts = True
+    """``run`` takes ``artifact``: the worker writes the fitted model there itself."""
+
     def __init__(self, warm_workers: int = 1) -> None:
         self.warm = WarmWorkers(warm_workers)
         self._held = threading.local()
@@ -89,9 +93,11 @@ class LocalExecutor:
         timeout_s: float,
         cancelled: threading.Event,
         on_progress: Callable[..., None] = lambda f, d=None: None,
+        artifact: LocalArtifact | None = None,
     ) -> Outcome:
         """``run_in_process`` with the task's estimator as built (``n_jobs=1``); the warm worker
-        it took is replaced once it ends, or once ``refill_after``'s block does."""
+        it took is replaced once it ends, or once ``refill_after``'s block does. ``artifact``:
+        where the worker writes the fitted model's bytes (``worker.fit_and_evaluate``)."""
         try:
             return run_in_process(
                 task,
@@ -99,6 +105,7 @@ class LocalExecutor:
                 cancelled=cancelled,
                 on_progress=on_progress,
                 warm=self.warm.take(),
+                artifact=artifact,
             )
         finally:
             if not getattr(self._held, "on", False):

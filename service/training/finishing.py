@@ -34,6 +34,7 @@ from service.errors import (
 )
 from service.repository.faults import DATABASE, STORE, backend_down
 from service.repository.jobs import RETRY_AFTER_S, JobLost, JobStore
+from service.repository.local_files import LocalArtifact
 from service.repository.store import PendingSave
 from service.settings import Settings
 from service.training.search_request import timeout_detail
@@ -101,6 +102,9 @@ class Running:
     """The fit is over and its model is being stored: the job no longer takes a fitting slot."""
     record: dict[str, Any] | None = None
     """The stored model's record, once its row and the job's end have committed."""
+    artifact: LocalArtifact | None = None
+    """Where the worker writes the fitted model (a local artifact folder), under the model id
+    chosen for it before the fit."""
 
 
 class JobFinisher:
@@ -141,10 +145,19 @@ class JobFinisher:
         running.saving = True
         self.wake.set()  # the fitting slot is free
         if kept is None:
-            assert outcome.result is not None
+            result = outcome.result
+            assert result is not None
+            taken = result.artifact is not None and running.artifact is not None
+            elsewhere = None
+            if taken:  # the worker's bytes, under the id it was given; on disk, or being written
+                elsewhere = outcome.written or (lambda: result.artifact_written)
             try:
                 pending = self.store.prepare(
-                    outcome.result.estimator, build_record(task, outcome.result)
+                    result.estimator,
+                    build_record(task, result),
+                    model_id=running.artifact.model_id if taken else None,
+                    data=result.artifact if taken else None,
+                    elsewhere=elsewhere,
                 )
             except Exception:
                 logger.exception("the model of job %s could not be serialised", job_id)

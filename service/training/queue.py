@@ -61,7 +61,8 @@ from service.plots.data import later_keys
 from service.repository.database import Database
 from service.repository.faults import backend_down
 from service.repository.jobs import JobStore, new_job_id
-from service.repository.store import PendingSave
+from service.repository.local_files import LocalArtifact
+from service.repository.store import PendingSave, new_model_id
 from service.settings import Settings
 from service.training.executors import Executor
 from service.training.finishing import JobFinisher, Running, error_of
@@ -518,12 +519,15 @@ class JobQueue:
             outcome = Outcome("succeeded")
             logger.warning("job %s: storing the model its last owner fitted", job_id)
         else:
+            running.artifact = self._artifact_slot()
+            where = {} if running.artifact is None else {"artifact": running.artifact}
             try:
                 outcome = self.executor.run(
                     task,
                     timeout_s=self.settings.train_timeout_s,
                     cancelled=running.cancel,
                     on_progress=lambda f, d=None: self._progress(running, f, d),
+                    **where,
                 )
             except Exception:
                 logger.exception("training job %s could not run its worker", job_id)
@@ -531,19 +535,41 @@ class JobQueue:
         try:
             if running.lost:
                 logger.warning("job %s was taken over by another process; result dropped", job_id)
+                self._discard_unsaved(running, outcome)
                 return Outcome("lost")  # nor its path: the job is no longer this process's
             if outcome.status == "succeeded" and (kept or outcome.result) is not None:
                 outcome.status = self._save(running, task, outcome, kept)
             else:
+                self._discard_unsaved(running, outcome)
                 self.finisher.conclude(job_id, task, outcome, running.detail)
         except Exception:
             logger.exception("job %s could not be concluded", job_id)
         finally:
+            if outcome.written is not None:  # a worker still writing that nobody waited for
+                outcome.written.close()
             self._forget(job_id)
             if self.metrics is not None:
                 label = outcome.status if outcome.status != "invalid" else "failed"
                 self.metrics.record_training(task.model_type, label, time.monotonic() - started)
         return outcome
+
+    def _artifact_slot(self) -> LocalArtifact | None:
+        """Where the worker may write the model it fits, under a model id chosen now: a local
+        artifact folder with an executor whose workers write there (``LocalExecutor``); else
+        None (the save puts the bytes)."""
+        if not getattr(self.executor, "writes_artifacts", False):
+            return None
+        slot = getattr(getattr(self.store, "artifacts", None), "slot", None)
+        return None if slot is None else slot(new_model_id())
+
+    def _discard_unsaved(self, running: Running, outcome: Outcome) -> None:
+        """Remove what the worker may have written of a model that is not stored (its fit ended
+        otherwise, after the file was written; or the job left this process), once the worker
+        is gone."""
+        if outcome.written is not None:
+            outcome.written.close()
+        if running.artifact is not None and os.path.isdir(running.artifact.folder):
+            self.store.discard_artifact(running.artifact.model_id)
 
     def _store_path(self, job_id: str, task: TrainTask, estimator: Any) -> None:
         """After the job ended (its answer is not kept waiting): the stored model's ν path and the

@@ -33,6 +33,8 @@ from sklearn.preprocessing import StandardScaler
 from service.data.loading import DataReadError
 from service.model_types import ModelSpec
 from service.plots.data import later_keys, later_plot_data, plot_data
+from service.repository.local_files import LocalArtifact
+from service.training.artifact_write import ArtifactWrite, WriteWait
 from service.training.messages import Messages, widen
 from service.training.metrics import classification_metrics
 from service.training.selection import run_model_selection
@@ -52,6 +54,7 @@ PRELOAD = [
     "bsvm_core.solvers.bayes_ecme",
     "bsvm_core.solvers.bayes_em_finish",
     "service.training.priming",
+    "service.training.artifact_write",
     "service.training.warm_up",  # last: fits each quick model type once (first calls warm)
 ]
 _CONTEXT: Any = None
@@ -68,6 +71,11 @@ class FitResult:
     metrics: dict[str, Any]
     extras: dict[str, Any] = field(default_factory=dict)
     """Record entries beyond the metrics: ``search`` and ``plot_data`` (service.plots.data)."""
+    artifact: bytes | None = None
+    """The estimator's joblib bytes, when the worker was handed a ``LocalArtifact``."""
+    artifact_written: bool = False
+    """Those bytes are on disk (fsynced and named) at that ``LocalArtifact`` already; False from a
+    worker process, whose ``written`` message follows its ``done`` (``artifact_write``)."""
 
 
 def progress_payload(fraction: float, detail: dict[str, Any] | None = None) -> Any:
@@ -86,7 +94,8 @@ def relay_progress(on_progress: Callable[..., None], payload: Any) -> None:
 @dataclass(frozen=True)
 class WorkerMessage:
     """One message from a worker: ``progress`` (a ``progress_payload``), then ``done`` (a ``FitResult``),
-    ``invalid``, ``data`` (a file by reference unreadable) or ``failed`` (a message)."""
+    ``invalid``, ``data`` (a file by reference unreadable) or ``failed`` (a message); after
+    ``done``, ``written`` (a bool) when the worker writes the model's artifact."""
 
     kind: str
     payload: Any = None
@@ -99,6 +108,9 @@ class Outcome:
     status: str
     result: FitResult | None = None
     message: str = ""
+    written: WriteWait | None = None
+    """A succeeded worker still writing the result's artifact: call it to wait (True once the
+    file is on disk); ``close`` it when it is not waited for (the worker is then killed)."""
 
 
 def worker_context() -> Any:
@@ -172,9 +184,32 @@ def resolved_params(spec: ModelSpec, estimator: Any) -> dict[str, Any]:
 
 
 def fit_and_evaluate(
-    task: TrainTask, report: Callable[[float], None], *, n_jobs: int = 1
+    task: TrainTask,
+    report: Callable[[float], None],
+    *,
+    n_jobs: int = 1,
+    artifact: LocalArtifact | None = None,
 ) -> FitResult:
     """Fit the task's estimator and measure it; the worker's whole job (also callable in-process).
+
+    With ``artifact``, the fitted model's bytes are written there while it is measured
+    (``artifact_write``), and come back in the result with whether they were written.
+    """
+    result, writing = fit_evaluate_writing(task, report, n_jobs=n_jobs, artifact=artifact)
+    if writing is not None:
+        result.artifact_written = writing.finish()
+    return result
+
+
+def fit_evaluate_writing(
+    task: TrainTask,
+    report: Callable[[float], None],
+    *,
+    n_jobs: int = 1,
+    artifact: LocalArtifact | None = None,
+) -> tuple[FitResult, ArtifactWrite | None]:
+    """``fit_and_evaluate`` without waiting for the artifact's write: the result, and the write
+    still under way (None without ``artifact``).
 
     ``n_jobs`` other than 1 is handed to an estimator that has the parameter (its joblib pieces
     then go to the active joblib backend, e.g. a dask cluster); such a fit reports only the coarse
@@ -183,7 +218,7 @@ def fit_and_evaluate(
     if task.data is not None:  # rows by reference: read here, never sent with the task
         from service.training.reference_fit import fit_by_reference
 
-        return fit_by_reference(task, report, n_jobs=n_jobs)
+        return fit_by_reference(task, report, n_jobs=n_jobs), None
     core = task.spec.make_estimator(task.params)
     model = with_preprocessing(core, task.meta.get("preprocess", "none"))
     report(0.15)
@@ -201,6 +236,7 @@ def fit_and_evaluate(
         model.fit(task.X, task.y)
     seconds = time.perf_counter() - start
     detach(core)
+    writing = None if artifact is None else ArtifactWrite(artifact, model)
     metrics = {"train": classification_metrics(model, task.X, task.y), "heldout": None}
     if task.X_test is not None and task.y_test is not None:
         metrics["heldout"] = classification_metrics(model, task.X_test, task.y_test)
@@ -223,7 +259,8 @@ def fit_and_evaluate(
         },
         metrics=metrics,
         extras=extras,
-    )
+        artifact=None if writing is None else writing.data,
+    ), writing
 
 
 def exit_with_parent() -> None:
@@ -252,10 +289,13 @@ def limit_memory(extra_mb: float | None) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
-def worker_main(task: TrainTask, messages: Any, n_jobs: int = 1) -> None:
-    """Entry point of the worker process: put progress, then one final message, on ``messages``."""
+def worker_main(
+    task: TrainTask, messages: Any, n_jobs: int = 1, artifact: LocalArtifact | None = None
+) -> None:
+    """Entry point of the worker process: put progress, then one final message, on ``messages``
+    (``artifact``: where to write the fitted model, see ``fit_and_evaluate``)."""
     exit_with_parent()
-    serve_task(task, messages, n_jobs)
+    serve_task(task, messages, n_jobs, artifact)
 
 
 def path_main(task: TrainTask, messages: Any, estimator: Any) -> None:
@@ -273,28 +313,34 @@ def path_main(task: TrainTask, messages: Any, estimator: Any) -> None:
 
 def waiting_worker_main(tasks: Any, messages: Any) -> None:
     """Entry point of a warm worker: warm itself up until its task is there (``priming``), wait
-    for that one task on the pipe ``tasks``, then serve it."""
+    for that one task on the pipe ``tasks`` (with where to write its model, or None), then serve
+    it."""
     exit_with_parent()
     from service.training.priming import prime  # preloaded by the forkserver
 
     prime(tasks.poll)
     try:
-        task = tasks.recv()
+        task, artifact = tasks.recv()
     except (EOFError, OSError):  # its server stopped or let it go unused
         return
     tasks.close()
-    serve_task(task, messages)
+    serve_task(task, messages, artifact=artifact)
 
 
-def serve_task(task: TrainTask, messages: Any, n_jobs: int = 1) -> None:
-    """Fit ``task`` under its memory limit: progress, then one final message, on ``messages``."""
+def serve_task(
+    task: TrainTask, messages: Any, n_jobs: int = 1, artifact: LocalArtifact | None = None
+) -> None:
+    """Fit ``task`` under its memory limit: progress, then one final message, on ``messages``;
+    with ``artifact``, a ``written`` message (True when the model's file is on disk) after ``done``.
+    """
     limit_memory(task.memory_limit_mb)
     messages.put(WorkerMessage("progress", 0.1))
     try:
-        result = fit_and_evaluate(
+        result, writing = fit_evaluate_writing(
             task,
             lambda f, d=None: messages.put(WorkerMessage("progress", progress_payload(f, d))),
             n_jobs=n_jobs,
+            artifact=artifact,
         )
     except MemoryError:
         messages.put(
@@ -312,7 +358,9 @@ def serve_task(task: TrainTask, messages: Any, n_jobs: int = 1) -> None:
         traceback.print_exc()
         messages.put(WorkerMessage("failed", f"{type(exc).__name__}: {str(exc)[:500]}"))
     else:
-        messages.put(WorkerMessage("done", result))
+        messages.put(WorkerMessage("done", result))  # the server stores it meanwhile
+        if writing is not None:
+            messages.put(WorkerMessage("written", writing.finish()))
 
 
 def _stop(process: Any) -> None:
@@ -392,9 +440,12 @@ def run_in_process(
     target: Callable[..., None] = worker_main,
     extra_args: tuple[Any, ...] = (),
     warm: StartedWorker | None = None,
+    artifact: LocalArtifact | None = None,
 ) -> Outcome:
     """Run ``target(task, messages, *extra_args)`` (``worker_main``) in a fresh process, or hand
     ``task`` to the ``warm`` worker when one is given and still takes it.
+
+    ``artifact`` (``worker_main``'s only): where the worker writes the fitted model's bytes.
 
     The process is killed on timeout or when ``cancelled`` is set; ``target`` must be importable
     by name and speak ``worker_main``'s messages. ``on_progress(fraction)`` is called with a
@@ -404,7 +455,7 @@ def run_in_process(
     worker = None
     if warm is not None:
         try:
-            warm.tasks.send(task)
+            warm.tasks.send((task, artifact))
             worker = warm
         except (OSError, ValueError):  # it died while waiting: start a fresh one
             logger.warning("a warm training worker was gone; starting a fresh one")
@@ -412,7 +463,10 @@ def run_in_process(
     if worker is None:
         ctx = worker_context()
         messages = Messages(ctx)
-        process = ctx.Process(target=target, args=(task, messages, *extra_args), daemon=True)
+        kwargs = {} if artifact is None else {"artifact": artifact}
+        process = ctx.Process(
+            target=target, args=(task, messages, *extra_args), kwargs=kwargs, daemon=True
+        )
         with _main_not_reimported():
             process.start()
         messages.started()
@@ -423,7 +477,11 @@ def run_in_process(
         return outcome
     finally:
         if outcome is not None and outcome.status == "succeeded":
-            worker.stop_soon()
+            result = outcome.result
+            if result is not None and result.artifact is not None and not result.artifact_written:
+                outcome.written = WriteWait(worker, deadline, poll_s)  # it still writes
+            else:
+                worker.stop_soon()
         else:  # a cancel, a timeout or a failure: the process is gone before the job ends
             worker.stop()
 

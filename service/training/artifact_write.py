@@ -1,0 +1,126 @@
+"""A fitted model's artifact written by its training worker, while the worker evaluates it.
+
+When the artifact store is a local folder, the server hands the worker the place of the model's
+file (``repository.local_files.LocalArtifact``, under a model id the server chose). Right after
+the fit the worker takes the estimator's joblib bytes (the bytes the server signs and stores),
+and a thread writes them (temporary file, fsync, link, fsync of the folder) while the worker
+computes the metrics and the plot data, sends its result (``done``, the bytes with it), and then
+``written`` once the file is named and on disk. Meanwhile the server signs the bytes and runs the
+registry's statements; its transaction waits for ``written`` (``WriteWait``) before it commits,
+so a row still never names a file that is not on disk. The flushes thus overlap the evaluation,
+the result's trip and the statements, and leave the server's process (where the file's thread
+waited on the GIL beside the row's statements, 4-20 ms on a busy machine). Should the worker
+fail to write, or die first, the server puts the bytes itself.
+
+In the worker, Python's switch interval is lowered while the thread writes: each of its system
+calls gives the GIL up, and taking it back from the evaluation (pure Python in places) would
+otherwise wait up to the default 5 ms.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import queue
+import sys
+import threading
+import time
+from typing import Any
+
+import joblib
+
+from service.repository.local_files import LocalArtifact
+
+logger = logging.getLogger("service.training.artifact_write")
+
+SWITCH_INTERVAL_S = 0.0002
+"""The worker's GIL switch interval while its artifact is written."""
+
+
+def artifact_bytes(estimator: Any) -> bytes:
+    """The estimator's joblib bytes (``ModelStore.prepare``'s serialisation)."""
+    buffer = io.BytesIO()
+    joblib.dump(estimator, buffer)
+    return buffer.getvalue()
+
+
+class ArtifactWrite:
+    """The bytes of ``estimator``, written to ``slot`` in a thread started here (``finish``)."""
+
+    def __init__(self, slot: LocalArtifact, estimator: Any) -> None:
+        self.slot = slot
+        self.data = artifact_bytes(estimator)
+        self.error: BaseException | None = None
+        self._interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(self._interval, SWITCH_INTERVAL_S))
+        self._thread = threading.Thread(target=self._write, name="artifact-write", daemon=True)
+        self._thread.start()
+
+    def _write(self) -> None:
+        try:
+            self.slot.write(self.data)
+        except BaseException as exc:  # the server stores the bytes itself (and reports why)
+            self.error = exc
+
+    def finish(self) -> bool:
+        """Wait for the write; True when the file is on disk under its name."""
+        self._thread.join()
+        sys.setswitchinterval(self._interval)
+        if self.error is not None:
+            logger.warning(
+                "the worker could not write the artifact of %s (%r); the server writes it",
+                self.slot.model_id,
+                self.error,
+            )
+            return False
+        return True
+
+
+class WriteWait:
+    """The server's side of a succeeded worker still writing its artifact: ``__call__`` waits
+    for its ``written`` message (until ``deadline``, ``time.monotonic``), then lets the worker go;
+    the answer is kept, so it may be asked again (a save's retries)."""
+
+    def __init__(self, worker: Any, deadline: float, poll_s: float = 0.05) -> None:
+        self._worker = worker
+        self._deadline = deadline
+        self._poll_s = poll_s
+        self._lock = threading.Lock()
+        self._written: bool | None = None
+
+    def __call__(self) -> bool:
+        """True once the worker's file is on disk; False when it failed, died or ran out of
+        time (the worker is stopped then)."""
+        with self._lock:
+            if self._written is None:
+                self._written = self._wait()
+            return self._written
+
+    def _wait(self) -> bool:
+        worker = self._worker
+        try:
+            while (remaining := self._deadline - time.monotonic()) > 0:
+                try:
+                    message = worker.messages.get(timeout=min(self._poll_s, remaining))
+                except queue.Empty:
+                    if worker.process.is_alive():
+                        continue
+                    try:  # its last message may have come just before it ended
+                        message = worker.messages.get(timeout=0.0)
+                    except queue.Empty:
+                        break
+                if message.kind == "written":
+                    worker.stop_soon()  # its exit is off the answer (``StartedWorker``)
+                    return bool(message.payload)
+        except BaseException:
+            worker.stop()
+            raise
+        worker.stop()
+        return False
+
+    def close(self) -> None:
+        """Stop the worker unless its write was waited for (nobody stores its bytes then)."""
+        with self._lock:
+            if self._written is None:
+                self._written = False
+                self._worker.stop()
