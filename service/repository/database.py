@@ -45,6 +45,13 @@ PG_CONNECT_TIMEOUT_S = 5
 """A new PostgreSQL connection that is not up within this is a fault (libpq's minimum is 2)."""
 PG_POOL_TIMEOUT_S = 10.0
 """A request waits at most this for a pooled connection when all are taken."""
+LAX_COMMIT = {
+    "sqlite": ("PRAGMA synchronous=NORMAL", "PRAGMA synchronous=FULL"),
+    "postgresql": ("SET LOCAL synchronous_commit TO OFF", None),
+}
+"""Per dialect: the statement that makes one transaction's commit skip its flush, and the one
+that restores durable commits afterwards (SQLite: both run outside the transaction, which may
+not change its safety level; None: the setting ends with the transaction)."""
 
 
 def is_fault(exc: BaseException) -> bool:
@@ -129,11 +136,44 @@ class Database:
             yield conn
 
     @contextmanager
-    def write(self) -> Iterator[Connection]:
+    def write(self, *, durable: bool = True) -> Iterator[Connection]:
         """A connection in a write transaction, committed on exit (rolled back on error);
-        ``DatabaseUnavailable`` when the database cannot be reached or drops it."""
-        with self._faults_as_unavailable(), self.writer.begin() as conn:
-            yield conn
+        ``DatabaseUnavailable`` when the database cannot be reached or drops it.
+
+        ``durable=False``: the commit returns without waiting for its flush (SQLite's
+        ``synchronous=NORMAL`` for this one transaction, PostgreSQL's ``synchronous_commit``
+        off): visible to every reader at once and kept through a crash of any process, but an
+        OS crash may lose it until the next durable commit, whose flush covers it (the log is
+        written in order). Only for rows nobody has been answered about yet (a synchronous
+        training's job, whose answer comes after the durable commit that stores its model).
+        """
+        if durable or self.dialect not in LAX_COMMIT:
+            with self._faults_as_unavailable(), self.writer.begin() as conn:
+                yield conn
+            return
+        lax, strict = LAX_COMMIT[self.dialect]
+        with self._faults_as_unavailable(), self.writer.connect() as conn:
+            if strict is None:  # the setting ends with the transaction
+                with conn.begin():
+                    conn.exec_driver_sql(lax)
+                    yield conn
+                return
+            conn.connection.driver_connection.execute(lax)  # SQLite's: outside a transaction
+            try:
+                with conn.begin():
+                    yield conn
+            finally:
+                self._restore(conn, strict)
+
+    @staticmethod
+    def _restore(conn: Connection, statement: str) -> None:
+        """Run ``statement`` on the driver's connection outside any transaction; a connection
+        that cannot take it is dropped from the pool (never reused with lax commits)."""
+        try:
+            conn.connection.driver_connection.execute(statement)
+        except Exception:
+            logger.warning("a registry connection is dropped: %s failed", statement, exc_info=True)
+            conn.invalidate()
 
     def is_usable(self) -> bool:
         """True when the database answers a query."""

@@ -154,6 +154,7 @@ class JobStore:
         model_id: str | None = None,
         claim: tuple[str, float] | None = None,
         target: str | None = None,
+        durable: bool = True,
     ) -> bool:
         """Queue a job of ``kind`` with its task ``data`` (429 when ``max_queued`` jobs wait).
 
@@ -162,9 +163,12 @@ class JobStore:
         queued job, in the same transaction). True when it was claimed so.
         ``target``: where the job writes (a batch job's output prefix); 409 while another queued
         or running job holds it (``uq_jobs_active_target`` settles a race between processes).
+        ``durable=False``: the commit does not wait for its flush (``Database.write``), for a
+        job whose client waits for its end (a synchronous training: nothing is answered before
+        the durable commit that ends it).
         """
         try:
-            with self.db.write() as conn:
+            with self.db.write(durable=durable) as conn:
                 if target is not None:
                     holder = _active_holder(conn, target)
                     if holder is not None:

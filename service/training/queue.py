@@ -182,7 +182,8 @@ class JobQueue:
         """Queue ``task`` as a new job (429 when ``max_queued`` jobs already wait); its view."""
         job_id = new_job_id()
         data = encode_task(task)
-        if not task.meta.get("background", True):
+        background = bool(task.meta.get("background", True))
+        if not background:  # its request waits: its row's commit need not wait for the disk
             self._ended.setdefault(job_id, threading.Event())
         with self._claim_lock:  # a free slot here, and no job queued before it: claimed as added
             free = self._fitting() < self.settings.train_concurrency and not self._stop.is_set()
@@ -190,7 +191,7 @@ class JobQueue:
             try:
                 claimed = self.job_store.add(
                     job_id, task.model_type, task.meta["name"], data, self.settings.max_queued,
-                    claim=claim,
+                    claim=claim, durable=background,
                 )  # fmt: skip
             except BaseException:
                 self._ended.pop(job_id, None)

@@ -130,3 +130,25 @@ def test_sqlite_commits_are_on_disk_before_they_return(tmp_path):
                 assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 2  # FULL
     finally:
         db.dispose()
+
+
+def test_a_lax_commit_skips_only_its_own_flush(tmp_path):
+    """``write(durable=False)``: that transaction commits with ``synchronous=NORMAL``, is visible
+    at once, and the connection goes back to the pool with ``FULL`` again."""
+    db = Database(f"sqlite:///{tmp_path / 'registry.db'}")
+    try:
+        with db.write() as conn:
+            conn.exec_driver_sql("CREATE TABLE t (x INTEGER)")
+        with db.write(durable=False) as conn:
+            assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 1  # NORMAL here
+            conn.exec_driver_sql("INSERT INTO t VALUES (1)")
+        with db.read() as conn:
+            assert conn.exec_driver_sql("SELECT x FROM t").scalar() == 1
+        with pytest.raises(RuntimeError), db.write(durable=False) as conn:
+            conn.exec_driver_sql("INSERT INTO t VALUES (2)")
+            raise RuntimeError("rolled back")
+        with db.write() as conn:
+            assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 2  # FULL
+            assert conn.exec_driver_sql("SELECT count(*) FROM t").scalar() == 1
+    finally:
+        db.dispose()
