@@ -477,8 +477,8 @@ def run_in_process(
         return outcome
     finally:
         if outcome is not None and outcome.status == "succeeded":
-            result = outcome.result
-            if result is not None and result.artifact is not None and not result.artifact_written:
+            result = outcome.result  # a ``FitResult`` from ``worker_main``; other targets' own
+            if getattr(result, "artifact", None) is not None and not result.artifact_written:
                 outcome.written = WriteWait(worker, deadline, poll_s)  # it still writes
             else:
                 worker.stop_soon()
