@@ -78,8 +78,8 @@ class ArtifactWrite:
 
 class WriteWait:
     """The server's side of a succeeded worker still writing its artifact: ``__call__`` waits
-    for its ``written`` message (until ``deadline``, ``time.monotonic``), then lets the worker go;
-    the answer is kept, so it may be asked again (a save's retries)."""
+    for its ``written`` message (until ``deadline``, ``time.monotonic``); the answer is kept, so
+    it may be asked again (a save's retries). ``close`` lets the worker go."""
 
     def __init__(self, worker: Any, deadline: float, poll_s: float = 0.05) -> None:
         self._worker = worker
@@ -87,6 +87,7 @@ class WriteWait:
         self._poll_s = poll_s
         self._lock = threading.Lock()
         self._written: bool | None = None
+        self._released = False
 
     def __call__(self) -> bool:
         """True once the worker's file is on disk; False when it failed, died or ran out of
@@ -109,8 +110,7 @@ class WriteWait:
                         message = worker.messages.get(timeout=0.0)
                     except queue.Empty:
                         break
-                if message.kind == "written":
-                    worker.stop_soon()  # its exit is off the answer (``StartedWorker``)
+                if message.kind == "written":  # the worker ends; ``close`` reaps it
                     return bool(message.payload)
         except BaseException:
             worker.stop()
@@ -119,8 +119,14 @@ class WriteWait:
         return False
 
     def close(self) -> None:
-        """Stop the worker unless its write was waited for (nobody stores its bytes then)."""
+        """Let the worker go: reaped in the background once its write was waited for (the job
+        has ended: its exit is off the answer); else killed now (nobody stores its bytes)."""
         with self._lock:
+            if self._released:
+                return
+            self._released = True
             if self._written is None:
                 self._written = False
                 self._worker.stop()
+            else:
+                self._worker.stop_soon()

@@ -124,7 +124,10 @@ class JobFinisher:
         self.job_store = job_store
         self.owner = owner
         self.wake = wake
-        """Set when a fitting slot frees up (the dispatcher claims the next job)."""
+        """Set when a save's first attempt fails (its fitting slot is free meanwhile: the
+        dispatcher claims the next job); a save that succeeds at once frees the slot when its
+        job ends (``JobQueue._forget`` wakes the dispatcher), so the dispatcher's statements do
+        not run beside the save's."""
         self.stop = stop
         """Set when the process shuts down (``end`` stops retrying)."""
 
@@ -142,9 +145,8 @@ class JobFinisher:
         synchronous one for ``SYNC_SAVE_RETRY_S``, then 503 (its client is there to retry).
         """
         job_id = running.job_id
-        running.saving = True
-        self.wake.set()  # the fitting slot is free
-        if kept is None:
+        running.saving = True  # the fitting slot is free: the dispatcher is woken once the job
+        if kept is None:  # ends, or when a first attempt fails (not now: it would run beside)
             result = outcome.result
             assert result is not None
             taken = result.artifact is not None and running.artifact is not None
@@ -195,6 +197,8 @@ class JobFinisher:
                     )
                     return "failed"
                 failures += 1
+                if failures == 1:  # a queued job may take the fitting slot while this retries
+                    self.wake.set()
                 logger.warning(
                     "job %s: the %s is unreachable while storing model %s (attempt %d): %s",
                     job_id,

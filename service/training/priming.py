@@ -30,6 +30,7 @@ from collections.abc import Callable
 import numpy as np
 
 from service.model_types import ModelSpec, model_types
+from service.training.artifact_write import artifact_bytes
 from service.training.metrics import classification_metrics
 from service.training.worker import with_preprocessing
 
@@ -104,6 +105,7 @@ def _fit_once(spec: ModelSpec, X: np.ndarray, y: np.ndarray) -> Callable[[], obj
 
     def step() -> object:
         model = with_preprocessing(spec.make_estimator({}), spec.preprocess).fit(X, y)
+        artifact_bytes(model)  # the pickler's pages too: the worker dumps its model
         return classification_metrics(model, X, y)
 
     return step

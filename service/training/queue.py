@@ -207,7 +207,8 @@ class JobQueue:
         except Exception as exc:  # the dispatcher claims it later
             if backend_down(exc) is None:
                 logger.exception("job %s could not be claimed at submit", job_id)
-        self._wake.set()
+        if not claimed:  # a job claimed here needs no tick now (its lease is fresh): waking the
+            self._wake.set()  # dispatcher would run its statements beside the fit's start
         return self.get(job_id)
 
     def submit_job(
@@ -546,9 +547,9 @@ class JobQueue:
         except Exception:
             logger.exception("job %s could not be concluded", job_id)
         finally:
-            if outcome.written is not None:  # a worker still writing that nobody waited for
-                outcome.written.close()
             self._forget(job_id)
+            if outcome.written is not None:  # the worker goes now, after the job's end
+                outcome.written.close()
             if self.metrics is not None:
                 label = outcome.status if outcome.status != "invalid" else "failed"
                 self.metrics.record_training(task.model_type, label, time.monotonic() - started)

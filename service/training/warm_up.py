@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 from service.model_types import model_types
+from service.training.artifact_write import artifact_bytes
 from service.training.metrics import classification_metrics
 from service.training.worker import with_preprocessing
 
@@ -35,6 +36,7 @@ def warm_up_fits() -> None:
                 warnings.simplefilter("ignore")
                 model = with_preprocessing(spec.make_estimator({}), spec.preprocess).fit(X, y)
                 classification_metrics(model, X, y)
+                artifact_bytes(model)  # joblib's pickler too (a worker takes the model's bytes)
         except Exception:  # a warm-up only: the real fit reports any problem
             logger.debug("warm-up fit of %s failed", spec.model_type, exc_info=True)
 
