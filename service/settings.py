@@ -106,12 +106,14 @@ class Settings(BaseSettings):
         description="Trainings running at once in one server process; more wait in the queue.",
     )
     warm_workers: int = Field(
-        1,
+        2,
         ge=0,
         le=16,
         description="Training worker processes each server process keeps started and waiting "
-        "for a task (each serves one training, then is replaced in the background); 0 starts "
-        "every worker when its training does.",
+        "for a task (each serves one training, then is replaced in the background; each waiting "
+        "one holds about 15-20 MiB of its own); 0 starts every worker when its training does. "
+        "With fewer than `BSVM_TRAIN_CONCURRENCY`, a training that follows another at once may "
+        "wait for the replacement to start and fit in a worker not yet warm.",
     )
     max_queued: int = Field(
         16,
