@@ -1,20 +1,19 @@
-"""A fitted model's artifact written by its training worker, while the worker evaluates it.
+"""A fitted model's artifact written by its training worker, while the server stores its row.
 
 When the artifact store is a local folder, the server hands the worker the place of the model's
-file (``repository.local_files.LocalArtifact``, under a model id the server chose). Right after
-the fit the worker takes the estimator's joblib bytes (the bytes the server signs and stores),
-and a thread writes them (temporary file, fsync, link, fsync of the folder) while the worker
-computes the metrics and the plot data, sends its result (``done``, the bytes with it), and then
-``written`` once the file is named and on disk. Meanwhile the server signs the bytes and runs the
-registry's statements; its transaction waits for ``written`` (``WriteWait``) before it commits,
-so a row still never names a file that is not on disk. The flushes thus overlap the evaluation,
-the result's trip and the statements, and leave the server's process (where the file's thread
-waited on the GIL beside the row's statements, 4-20 ms on a busy machine). Should the worker
-fail to write, or die first, the server puts the bytes itself.
+file (``repository.local_files.LocalArtifact``, under a model id the server chose). Once the model
+is fitted and measured, the worker takes the estimator's joblib bytes (the bytes the server signs
+and stores), sends its result with them (``done``), then writes the file (temporary file, fsync,
+link, fsync of the folder) and sends ``written`` once it is named and on disk. Meanwhile the
+server signs the bytes and runs the registry's statements; its transaction waits for ``written``
+(``WriteWait``) before it commits, so a row still never names a file that is not on disk. The
+flushes thus overlap the result's trip and the row's statements, and leave the server's process
+(where the file's thread waited on the GIL beside the row's statements, 4-20 ms on a busy
+machine). Should the worker fail to write, or die first, the server puts the bytes itself.
 
-In the worker, Python's switch interval is lowered while the thread writes: each of its system
-calls gives the GIL up, and taking it back from the evaluation (pure Python in places) would
-otherwise wait up to the default 5 ms.
+The write comes after the evaluation, not beside it: a thread writing during the evaluation took
+the GIL from it at each system call (2-3 ms more of evaluation for a breast-cancer fit), while
+the server's statements (2-3 ms) cover a quiet disk's flushes (about 1 ms) anyway.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ from __future__ import annotations
 import io
 import logging
 import queue
-import sys
 import threading
 import time
 from typing import Any
@@ -33,9 +31,6 @@ from service.repository.local_files import LocalArtifact
 
 logger = logging.getLogger("service.training.artifact_write")
 
-SWITCH_INTERVAL_S = 0.0002
-"""The worker's GIL switch interval while its artifact is written."""
-
 
 def artifact_bytes(estimator: Any) -> bytes:
     """The estimator's joblib bytes (``ModelStore.prepare``'s serialisation)."""
@@ -45,32 +40,22 @@ def artifact_bytes(estimator: Any) -> bytes:
 
 
 class ArtifactWrite:
-    """The bytes of ``estimator``, written to ``slot`` in a thread started here (``finish``)."""
+    """The bytes of ``estimator`` (taken now), to be written to ``slot`` (``write``)."""
 
     def __init__(self, slot: LocalArtifact, estimator: Any) -> None:
         self.slot = slot
         self.data = artifact_bytes(estimator)
-        self.error: BaseException | None = None
-        self._interval = sys.getswitchinterval()
-        sys.setswitchinterval(min(self._interval, SWITCH_INTERVAL_S))
-        self._thread = threading.Thread(target=self._write, name="artifact-write", daemon=True)
-        self._thread.start()
 
-    def _write(self) -> None:
+    def write(self) -> bool:
+        """Write the bytes; True when the file is on disk under its name (False: the server
+        writes them, and the log says why)."""
         try:
             self.slot.write(self.data)
-        except BaseException as exc:  # the server stores the bytes itself (and reports why)
-            self.error = exc
-
-    def finish(self) -> bool:
-        """Wait for the write; True when the file is on disk under its name."""
-        self._thread.join()
-        sys.setswitchinterval(self._interval)
-        if self.error is not None:
+        except Exception as exc:
             logger.warning(
                 "the worker could not write the artifact of %s (%r); the server writes it",
                 self.slot.model_id,
-                self.error,
+                exc,
             )
             return False
         return True

@@ -192,12 +192,12 @@ def fit_and_evaluate(
 ) -> FitResult:
     """Fit the task's estimator and measure it; the worker's whole job (also callable in-process).
 
-    With ``artifact``, the fitted model's bytes are written there while it is measured
+    With ``artifact``, the fitted model's bytes are written there once it is measured
     (``artifact_write``), and come back in the result with whether they were written.
     """
     result, writing = fit_evaluate_writing(task, report, n_jobs=n_jobs, artifact=artifact)
     if writing is not None:
-        result.artifact_written = writing.finish()
+        result.artifact_written = writing.write()
     return result
 
 
@@ -208,8 +208,8 @@ def fit_evaluate_writing(
     n_jobs: int = 1,
     artifact: LocalArtifact | None = None,
 ) -> tuple[FitResult, ArtifactWrite | None]:
-    """``fit_and_evaluate`` without waiting for the artifact's write: the result, and the write
-    still under way (None without ``artifact``).
+    """``fit_and_evaluate`` without the artifact's write: the result (with the model's bytes),
+    and the write still to do (None without ``artifact``).
 
     ``n_jobs`` other than 1 is handed to an estimator that has the parameter (its joblib pieces
     then go to the active joblib backend, e.g. a dask cluster); such a fit reports only the coarse
@@ -236,7 +236,6 @@ def fit_evaluate_writing(
         model.fit(task.X, task.y)
     seconds = time.perf_counter() - start
     detach(core)
-    writing = None if artifact is None else ArtifactWrite(artifact, model)
     metrics = {"train": classification_metrics(model, task.X, task.y), "heldout": None}
     if task.X_test is not None and task.y_test is not None:
         metrics["heldout"] = classification_metrics(model, task.X_test, task.y_test)
@@ -245,6 +244,7 @@ def fit_evaluate_writing(
     extras = {"plot_data": plot_data(task.spec, model, task.X, task.y, path=False)}
     if "search" in extra:
         extras["search"] = extra["search"]
+    writing = None if artifact is None else ArtifactWrite(artifact, model)
     report(0.9)
     messages = sorted({f"{w.category.__name__}: {w.message}"[:300] for w in caught})
     return FitResult(
@@ -360,7 +360,7 @@ def serve_task(
     else:
         messages.put(WorkerMessage("done", result))  # the server stores it meanwhile
         if writing is not None:
-            messages.put(WorkerMessage("written", writing.finish()))
+            messages.put(WorkerMessage("written", writing.write()))
 
 
 def _stop(process: Any) -> None:
