@@ -18,11 +18,7 @@ argmax b R and argmax b²/(a/2) agree but for rounding, so a near tie may pick a
 
 With ``newton`` (``kernel_dual`` sets it), a Newton step on the free face (:mod:`.face_newton`)
 replaces an SMO step whenever ``NEWTON_STREAK`` SMO steps in a row moved only free points: fewer,
-bigger steps (moons(400) at C = 10: 205 iterations instead of 587), the same stopping rule. After
-a step that was not blocked (the face's minimiser lay inside the box) the next one is offered the
-points at α = 0 that violate the optimality conditions most (:func:`_entering`), which join the face
-when its own step is not blocked either: support vectors enter several in one step instead of an
-SMO step each (wine's pairs at C = 10: 27-32 iterations instead of 30-45).
+bigger steps (moons(400) at C = 10: 205 iterations instead of 587), the same stopping rule.
 """
 
 from __future__ import annotations
@@ -46,12 +42,6 @@ the sets. Iterations (SMO and Newton steps) at streaks 1 / 2 / 3 / 4 / 6, moons(
 at C = 10 25-37 / 28-42 / 30-45 / 38-49 / 42-54 (66-102). Fewer iterations cost more Newton steps
 (~35 µs each): the sum of the eight solves' CPU (moons and wine's pairs, C = 1 and 10) was least
 at 3, 5 % below 2; moons at C = 10 1.71 ms against 1.87 (2) and 2.08 (1), 2.6-2.8 without."""
-
-ENTER_MIN = 16
-ENTER_FRACTION = 2
-"""A Newton step offers the face up to max(``ENTER_MIN``, |F| // ``ENTER_FRACTION``) points at
-α = 0 that violate the optimality conditions (:func:`_entering`); they join only when the step on
-the free face alone is not blocked (``face_newton.face_newton_step``)."""
 
 NEWTON_FLOPS_PER_STEP = 30_000
 """A Newton step on |F| free points waits |F|³ / this many SMO steps after the last one (its
@@ -125,7 +115,6 @@ def smo_solve_distances(
     stop_at = stop_if[0] if stop_if is not None else -1
     streak = 0  # SMO steps in a row among free points
     newton_at = 0  # the earliest step of the next Newton step
-    interior = True  # whether the last Newton step was not blocked
     while n_iter < max_iter:
         if newton and streak >= NEWTON_STREAK and n_iter >= newton_at:  # before the selection
             streak = 0
@@ -134,23 +123,16 @@ def smo_solve_distances(
             wait = 1 + k**3 // NEWTON_FLOPS_PER_STEP
             step = None
             if k >= 2:
-                face, F_F = free, U[free]
-                if interior:  # none after a blocked step: the free set is still shrinking
-                    enter = _entering(U, L, pos, free, tol, max(ENTER_MIN, k // ENTER_FRACTION))
-                    if enter.size:
-                        face = np.concatenate((free, enter))
-                        # at 0: F − shift is U_t (y = +1, I_up) or L_t (y = −1, I_low)
-                        F_F = np.concatenate((F_F, np.where(pos[enter], U[enter], L[enter])))
-                listed = face.tolist()
+                listed = free.tolist()
+                F_F = U[free]
                 F_F += shift
                 a_F = np.array(itemgetter(*listed)(alpha))
-                step = face_newton_step(D[face], face, y[face], a_F, F_F, C, face.size - k)
+                step = face_newton_step(D[free], free, y[free], a_F, F_F, C)
             if step is None:
                 newton_at = n_iter + 2 * wait
             else:
                 newton_at = n_iter + wait
-                interior = step[2] < 0
-                _apply_newton(alpha, U, L, listed, ys, step[0].tolist(), step[1], C, k)
+                _apply_newton(alpha, U, L, listed, ys, step[0].tolist(), step[1], C)
                 n_iter += 1
                 if n_iter == stop_at and stop_if is not None and stop_if[1](np.array(alpha)):
                     break
@@ -218,45 +200,25 @@ def smo_solve_distances(
     )
 
 
-def _entering(
-    U: np.ndarray, L: np.ndarray, pos: np.ndarray, free: np.ndarray, tol: float, q: int
-) -> np.ndarray:
-    """Up to q points at α = 0 whose F violates the free points' mean level F̄ by more than tol,
-    the most violating first: y = +1 (in I_up only) with F_t > F̄ + tol, y = −1 (in I_low only)
-    with F_t < F̄ − tol. U and L hold F − shift, ±inf outside I_up and I_low, so the points at C
-    and the free ones (set aside) give −inf."""
-    level = float(U[free].mean())
-    v = np.where(pos, U - level, level - L)
-    v[free] = -np.inf
-    over = np.flatnonzero(v > tol)
-    if over.size > q:
-        over = over[np.argpartition(-v[over], q)[:q]]
-    return over
-
-
 def _apply_newton(
     alpha: list[float],
     U: np.ndarray,
     L: np.ndarray,
-    face: list[int],
+    free: list[int],
     y: list[float],
     a_F: list[float],
     dF: np.ndarray,
     C: float,
-    k: int,
 ) -> None:
-    """Move SMO's state by a face Newton step: α ← a_F on the face (its first k points free, the
-    others entering from α = 0), F += ΔF over U and L (±inf stay), entering points that moved into
-    both I_up and I_low, and the points that reached a bound (the blocking one; others only by
-    rounding) out of one of them."""
+    """Move SMO's state by a face Newton step: α_F ← a_F, F += ΔF over U and L (±inf stay), and
+    the points that reached a bound (the blocking one; others only by rounding) out of I_up or
+    I_low."""
     U += dF
     L += dF
     inf = math.inf
-    for place, (p, a) in enumerate(zip(face, a_F, strict=True)):
+    for p, a in zip(free, a_F, strict=True):
         alpha[p] = a
         if 0.0 < a < C:
-            if place >= k:  # entered: F − shift is the finite one of U_p, L_p
-                U[p] = L[p] = U[p] if y[p] > 0.0 else L[p]
             continue
         up = y[p] > 0.0
         if a >= C:

@@ -166,37 +166,3 @@ def test_a_stopped_run_with_newton_steps_resumes_to_the_optimum() -> None:
         assert rest.objective == pytest.approx(whole.objective, rel=1e-4)
     capped = smo_solve_distances(W, y, 10.0, newton=True, max_iter=7)
     assert not capped.converged and capped.n_iter == 7
-
-
-def test_an_interior_step_widens_the_face_by_the_entering_points() -> None:
-    X, y, gamma = problem("wine")
-    W = kernel_matrices.dense_kernel_matrix(X, "rbf", {"gamma": gamma}, doubled=True)
-    K = kernel_of(W)
-    C = 1e3  # the separable pair: every support vector free at the optimum
-    best = smo_solve_distances(W, y, C, tol=1e-9)
-    support = np.flatnonzero(best.alpha > 0.0)
-    # two support vectors held at 0, the others at the minimiser of the face without them
-    out_pts = support[[0, support.size // 2]]
-    free = np.setdiff1d(support, out_pts)
-    k = free.size
-    Q = (y[:, None] * y[None, :]) * K
-    A = np.block([[Q[np.ix_(free, free)], y[free, None]], [y[None, free], np.zeros((1, 1))]])
-    alpha = np.zeros(y.size)
-    alpha[free] = np.linalg.solve(A, np.r_[np.ones(k), 0.0])[:k]
-    assert alpha[free].min() > 0.0 and alpha.max() < C and abs(float(y @ alpha)) < 1e-9
-    F = y - (y * alpha) @ K
-    assert np.ptp(F[free]) < 1e-5  # on the smaller face's minimiser (Q_FF ill-conditioned)
-    face = np.concatenate((free, out_pts))
-    plain = face_newton_step(W[free, : y.size], free, y[free], alpha[free], F[free], C)
-    assert plain is not None and plain[2] == -1  # alone, the free face does not move
-    np.testing.assert_allclose(plain[0], alpha[free], rtol=1e-4, atol=1e-6)
-    out = face_newton_step(W[face, : y.size], face, y[face], alpha[face], F[face], C, 2)
-    assert out is not None
-    new_F, dF, blocked = out
-    assert blocked == -1 and new_F.min() > 0.0  # both entered, in one step
-    np.testing.assert_allclose(new_F, best.alpha[face], rtol=1e-4, atol=1e-6)
-    moved = alpha.copy()
-    moved[face] = new_F
-    assert abs(float(y @ moved)) < 1e-9
-    assert objective(moved, y, K) < objective(alpha, y, K)
-    np.testing.assert_allclose(F + dF, y - (y * moved) @ K, atol=1e-9)
