@@ -25,4 +25,3 @@ def test_one_thread_inside_and_the_original_restored(outside: int) -> None:
                 assert all(n == 1 for n in _blas_threads())
             assert all(n == 1 for n in _blas_threads())  # the outer user still holds it
         assert _blas_threads() == before
-
