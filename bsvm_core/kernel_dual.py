@@ -259,7 +259,7 @@ def solve_on_shared_matrix(
             M_all = dense_kernel_matrix(X, kernel, kw, outer)
         for mask, y_pm in problems:
             with workspace() as empty:  # a problem's buffers go back for the next one
-                rows = None if mask.all() else np.flatnonzero(mask)
+                rows = None if mask.all() else mask.nonzero()[0]
                 Xp, M, W = X, M_all, W_all
                 if rows is not None:
                     r = rows.size

@@ -122,7 +122,7 @@ def smo_solve_distances(
     while n_iter < max_iter:
         if newton and streak >= NEWTON_STREAK and n_iter >= newton_at:  # before the selection
             streak = 0
-            free = np.flatnonzero(U >= L)  # in I_up and I_low: U_t = L_t = F_t − shift
+            free = (U >= L).nonzero()[0]  # in I_up and I_low: U_t = L_t = F_t − shift
             k = free.size
             wait = 1 + k**3 // NEWTON_FLOPS_PER_STEP
             step = None
