@@ -198,10 +198,10 @@ def solve_dual(
 ) -> SMOResult:
     """One binary problem's dual: batched working sets (large problems), else active sets after
     an SMO probe, else one-pair SMO. ``kw`` are the kernel's gamma, degree and coef0."""
-    diag = kernel_diagonal(X, kernel, **kw)
     common = {"tol": tol, "max_iter": max_iter, "cache_mb": cache_mb}
     n = y_pm.size
     if n >= BATCHED_MIN_ROWS:
+        diag = kernel_diagonal(X, kernel, **kw)
         rbf64 = kernel == "rbf" and not float32_blocks(X, kernel, kw["gamma"])
         dtype = np.float64 if rbf64 else np.float32
         block = kernel_block_function(X, kernel, **kw, dtype=dtype)
@@ -213,7 +213,7 @@ def solve_dual(
             M = W[:, :n]
         elif dense_applies(n, kernel, cache_mb):
             M = dense_kernel_matrix(X, kernel, kw, empty)
-        return _solve_small(X, y_pm, C, kernel, kw, diag, common, empty, M, W)
+        return _solve_small(X, y_pm, C, kernel, kw, None, common, empty, M, W)
 
 
 def shared_matrix_applies(
@@ -266,13 +266,13 @@ def solve_on_shared_matrix(
                     doubled = doubled_applies(r, d, kernel, C, max_iter, cache_mb)
                     W = empty((r, 2 * r)) if doubled else None
                     M = empty((r, r)) if W is None else W[:, :r]
-                    Xp, picked = X[rows], empty((r, n))
+                    # on [D | D] SMO reads only d of the problem's X: no copy of its rows
+                    Xp, picked = X if doubled else X[rows], empty((r, n))
                     # mode "clip" (the rows are valid): "raise" buffers the output, 2.7x slower
                     np.take(M_all, rows, axis=0, out=picked, mode="clip")
                     cols = rows if W is None else np.concatenate((rows, rows))  # [D | D] at once
                     np.take(picked, cols, axis=1, out=M if W is None else W, mode="clip")
-                diag = kernel_diagonal(Xp, kernel, **kw)
-                results.append(_solve_small(Xp, y_pm, C, kernel, kw, diag, common, empty, M, W))
+                results.append(_solve_small(Xp, y_pm, C, kernel, kw, None, common, empty, M, W))
     return results
 
 
@@ -282,7 +282,7 @@ def _solve_small(
     C: float,
     kernel: Any,
     kw: dict[str, Any],
-    diag: np.ndarray,
+    diag: np.ndarray | None,
     common: dict[str, Any],
     empty: Empty,
     M: np.ndarray | None,
@@ -291,7 +291,10 @@ def _solve_small(
     """:func:`solve_dual` below ``BATCHED_MIN_ROWS``: on the dense kernel matrix M
     (:func:`.kernel_matrices.dense_kernel_matrix`: D = 1 − K for rbf) or a row cache (M None),
     SMO, and the active sets after a probe; SMO by ``solvers.smo_distances`` when W = [D | D]
-    (M its left half) is given."""
+    (M its left half) is given (then only X's width is read). ``diag`` (k(x, x), None: made
+    here when a solver needs it) is not read on [D | D]."""
+    if diag is None and W is None:
+        diag = kernel_diagonal(X, kernel, **kw)
     tol, max_iter, cache_mb = common["tol"], common["max_iter"], common["cache_mb"]
     n = y_pm.size
     cache: KernelRowCache | DenseKernelRows

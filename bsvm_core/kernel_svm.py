@@ -258,7 +258,9 @@ class KernelSVM(SVMClassifierBase):
         return self._binary_model(X, y_pm, res, C)
 
     def _check_diagonal(self, X: np.ndarray) -> None:
-        """Refuse a kernel whose values k(x, x) on the training rows are not finite."""
+        """Refuse a kernel whose values k(x, x) on the training rows are not finite (rbf's are 1)."""
+        if self.kernel == "rbf":
+            return
         if not np.all(np.isfinite(kernel_diagonal(X, self.kernel, **self._kernel_args()))):
             raise DataRangeError(
                 "The kernel gives non-finite values k(x, x) on the training data; rescale the "
