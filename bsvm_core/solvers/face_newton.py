@@ -54,7 +54,7 @@ def face_newton_step(
     _, uv, info = dposv(M, rhs, lower=1, overwrite_a=1, overwrite_b=1)
     if info != 0:
         return None
-    sum_u, sum_v = uv.sum(axis=0).tolist()
+    sum_u, sum_v = np.add.reduce(uv, axis=0).tolist()  # ndarray.sum's ufunc, not its Python
     z = uv[:, 1] * (sum_u / sum_v)
     np.subtract(uv[:, 0], z, out=z)  # eᵀz = 0
     if not float(F_F @ z) > 0.0:  # gᵀd < 0
@@ -67,7 +67,8 @@ def face_newton_step(
     t = 1.0 if r_max <= 1.0 else 1.0 / r_max
     rises = d.item(worst) > 0.0
     new = d
-    new *= t
+    if t != 1.0:  # × 1 is exact: a call saved on unblocked steps
+        new *= t
     new += a_F
     blocked = -1
     if r_max >= 1.0:
