@@ -99,4 +99,4 @@ def exp_float32(A: np.ndarray) -> np.ndarray:
 def decision_error_bound(W: np.ndarray) -> np.ndarray:
     """Per column of W (m, p): how far K₃₂ W may be from K₆₄ W, computed products included."""
     m = W.shape[0]
-    return (KERNEL_ERROR + 2.0 * m * 2.0**-53) * (1.0 + 1e-6) * np.abs(W).sum(axis=0)
+    return (KERNEL_ERROR + 2.0 * m * 2.0**-53) * (1.0 + 1e-6) * np.add.reduce(np.abs(W), axis=0)
