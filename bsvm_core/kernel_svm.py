@@ -368,12 +368,7 @@ class KernelSVM(SVMClassifierBase):
             marked[idx] = True
         self.support_ = marked.nonzero()[0]
         self.support_vectors_ = X[self.support_]
-        # rbf scores through its own factor (_set_rbf_scoring): no squared norms to keep
-        self._support_sq = (
-            None
-            if self.kernel == "rbf"
-            else np.einsum("ij,ij->i", self.support_vectors_, self.support_vectors_)
-        )
+        self._support_sq = np.einsum("ij,ij->i", self.support_vectors_, self.support_vectors_)
         self.dual_coef_ = np.zeros((len(self.binary_models_), self.support_.size))
         for p, (idx, model) in enumerate(zip(global_support, self.binary_models_, strict=True)):
             self.dual_coef_[p, np.searchsorted(self.support_, idx)] = model.coef
