@@ -250,8 +250,9 @@ def solve_on_shared_matrix(
         # one-vs-rest problems take the matrix itself: [D | D] when they solve on it
         W_all = None
         d = X.shape[1]
+        # a problem of all rows has n targets (no mask.all(): ~1.5 µs of Python each)
         if doubled_applies(n, d, kernel, C, max_iter, cache_mb) and any(
-            mask.all() for mask, _ in problems
+            y_pm.size == n for _, y_pm in problems
         ):
             W_all = dense_kernel_matrix(X, kernel, kw, outer, doubled=True)
             M_all = W_all[:, :n]
@@ -259,7 +260,7 @@ def solve_on_shared_matrix(
             M_all = dense_kernel_matrix(X, kernel, kw, outer)
         for mask, y_pm in problems:
             with workspace() as empty:  # a problem's buffers go back for the next one
-                rows = None if mask.all() else mask.nonzero()[0]
+                rows = None if y_pm.size == n else mask.nonzero()[0]
                 Xp, M, W = X, M_all, W_all
                 if rows is not None:
                     r = rows.size

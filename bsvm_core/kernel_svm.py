@@ -330,7 +330,7 @@ class KernelSVM(SVMClassifierBase):
         elif shared_matrix_applies(  # whatever n_jobs: the models must not depend on it
             n,
             len(problems),
-            not all(mask.all() for mask, _ in problems),
+            any(y_pm.size < n for _, y_pm in problems),  # a problem of a subset of the rows
             self.kernel,
             self.cache_mb,
         ):
