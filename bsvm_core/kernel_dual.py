@@ -388,7 +388,7 @@ def _lockstep_fit(
     D: np.ndarray,
 ) -> list[SMOResult]:
     """:func:`solve_in_lockstep` over the distance matrix D."""
-    rows = [np.flatnonzero(mask) for mask, _ in problems]
+    rows = [mask.nonzero()[0] for mask, _ in problems]
     jobs = [(r, y_pm) for r, (_, y_pm) in zip(rows, problems, strict=True)]
     probe_steps = [
         max(LOCKSTEP_PROBE_MIN_STEPS, r.size // LOCKSTEP_PROBE_FRACTION)

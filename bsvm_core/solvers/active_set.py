@@ -130,13 +130,13 @@ def newton_step(
     α_F = u − b v with Q_FF u = rhs, Q_FF v = y_F and b = (y_Fᵀu − c) / (y_Fᵀv); None when Q_FF is
     not numerically positive definite (a squared pivot below ``MIN_PIVOT`` times max Q_ii).
     """
-    scale = float(Q_FF.diagonal().max())
+    scale = float(np.maximum.reduce(Q_FF.diagonal()))  # no ndarray.max wrapper
     b_F = np.empty((rhs.size, 2), order="F")
     b_F[:, 0] = rhs
     b_F[:, 1] = y_F
     # Q_FF symmetric: .T is F-ordered (no copy); the lower triangle (LOWER)
     L, uv, info = dposv(Q_FF.T, b_F, lower=LOWER, overwrite_a=1, overwrite_b=1)
-    if info != 0 or not float(L.diagonal().min()) ** 2 >= MIN_PIVOT * scale:
+    if info != 0 or not float(np.minimum.reduce(L.diagonal())) ** 2 >= MIN_PIVOT * scale:
         return None
     u, v = uv[:, 0], uv[:, 1]
     b = (float(y_F @ u) - c) / float(y_F @ v)
@@ -150,14 +150,14 @@ def newton_step_kernel(
     diag(y_F), in z = y_F ∘ α_F (r = y_F ∘ rhs), so K_FF needs no scaling by y_F y_Fᵀ (two passes
     over |F|² values a round). The same pivot test; z = u − b v with K_FF u = r, K_FF v = e and
     b = (eᵀu − c) / (eᵀv)."""
-    scale = float(K_FF.diagonal().max())
+    scale = float(np.maximum.reduce(K_FF.diagonal()))  # no ndarray.max wrapper
     rhs = np.empty((r.size, 2), order="F")
     rhs[:, 0] = r
     rhs[:, 1] = 1.0
     # factor and solve in one LAPACK call; the pivot test reads the factor it leaves (a refused
     # step's solve is wasted, ~2 µs). See LOWER for the triangle.
     L, uv, info = dposv(K_FF.T, rhs, lower=LOWER, overwrite_a=1, overwrite_b=1)  # .T: F-order
-    if info != 0 or not float(L.diagonal().min()) ** 2 >= MIN_PIVOT * scale:
+    if info != 0 or not float(np.minimum.reduce(L.diagonal())) ** 2 >= MIN_PIVOT * scale:
         return None
     sum_u, sum_v = np.add.reduce(uv, axis=0).tolist()
     b = (sum_u - c) / sum_v
