@@ -288,7 +288,7 @@ class KernelSVM(SVMClassifierBase):
                 ConvergenceWarning,
                 stacklevel=4,
             )
-        if not (np.isfinite(res.objective) and np.isfinite(res.intercept)):
+        if not (math.isfinite(res.objective) and math.isfinite(res.intercept)):  # floats
             raise DataRangeError(
                 "SMO reached a non-finite objective or intercept (kernel values or gradients "
                 "overflowed); rescale the features or change the kernel's parameters."
