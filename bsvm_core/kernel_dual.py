@@ -294,10 +294,14 @@ def _solve_small(
     SMO, and the active sets after a probe; SMO by ``solvers.smo_distances`` when W = [D | D]
     (M its left half) is given (then only X's width is read). ``diag`` (k(x, x), None: made
     here when a solver needs it) is not read on [D | D]."""
-    if diag is None and W is None:
-        diag = kernel_diagonal(X, kernel, **kw)
     tol, max_iter, cache_mb = common["tol"], common["max_iter"], common["cache_mb"]
     n = y_pm.size
+    if W is not None and not active_sets_apply(n, X.shape[1], C, max_iter, kernel):
+        res = _smo_doubled(W, y_pm, C, common, empty)  # no row cache or block to set up
+        res.n_kernel_rows = n  # each row computed once, in the matrix
+        return res
+    if diag is None and W is None:
+        diag = kernel_diagonal(X, kernel, **kw)
     cache: KernelRowCache | DenseKernelRows
     block: Callable[..., None] | None = None
     if M is not None:
@@ -309,11 +313,8 @@ def _solve_small(
 
     def smo(**kw_smo: Any) -> SMOResult:
         """SMO from ``start`` (or α = 0), stopping where ``stop_if`` says."""
-        if W is not None:  # rows of D^(-1/2) kept within what cache_mb leaves beside W
-            keep = int(max(cache_mb * 2**20 - W.nbytes, 0.0) // (8 * n))
-            return smo_solve_distances(
-                W, y_pm, C, tol, max_iter, max_inverse_rows=keep, empty=empty, newton=True, **kw_smo
-            )
+        if W is not None:
+            return _smo_doubled(W, y_pm, C, common, empty, **kw_smo)
         return smo_solve(None, diag, y_pm, C, **kw_smo, **smo_args)
 
     if active_sets_apply(n, X.shape[1], C, max_iter, kernel):
@@ -349,6 +350,30 @@ def _solve_small(
     if isinstance(cache, DenseKernelRows):
         res.n_kernel_rows = n  # each row computed once, in the matrix
     return res
+
+
+def _smo_doubled(
+    W: np.ndarray,
+    y_pm: np.ndarray,
+    C: float,
+    common: dict[str, Any],
+    empty: Empty,
+    **kw_smo: Any,
+) -> SMOResult:
+    """SMO with face Newton steps on W = [D | D] (``solvers.smo_distances``), the rows of
+    D^(−1/2) kept within what ``cache_mb`` leaves beside W."""
+    keep = int(max(common["cache_mb"] * 2**20 - W.nbytes, 0.0) // (8 * y_pm.size))
+    return smo_solve_distances(
+        W,
+        y_pm,
+        C,
+        common["tol"],
+        common["max_iter"],
+        max_inverse_rows=keep,
+        empty=empty,
+        newton=True,
+        **kw_smo,
+    )
 
 
 def lockstep_applies(n: int, n_problems: int, kernel: Any, C: float, cache_mb: float) -> bool:
