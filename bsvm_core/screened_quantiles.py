@@ -1,134 +1,204 @@
-"""Tail order statistics of x̃'w̃_g computed from the few draws that can reach each block's tails.
+"""Tail order statistics of x̃'w̃_g for several projection problems at once, computed from the few
+draws that can reach each leaf's tails.
 
-The rows go through in k-d blocks of their whitened axes (``draw_screen``). For a block, the
-guide (``draw_quantiles.tail_guide``: exact moments and Cornish-Fisher positions, widened by
-its worst error on the previous block) gives the largest lower position Z_lo of its rows; the
-screen keeps the draws whose bound over the block reaches Z_lo, and only their values are
-computed: one gemm of the block's rows with those draws, one selection per row. Every value
-the screen drops lies above τ = x̃'w̄ + σZ_lo − slack, a bound that holds for the computed values
-too, so a row whose selected order statistics lie at or below its τ has them exactly (the
-values at or below τ are all among the kept ones); the upper tail likewise. Rows where that
-check fails, and rows the screen cannot bound (no spread, guide not finite), go through the
-whole-row selection of ``draw_quantiles.order_statistics``. The values are the same BLAS
-products as the whole matrix's (``draw_screen.products``), so the result does not depend on
-the screen.
+The rows go into leaves of a k-d tree of their whitened axes (``draw_screen``; one tree for all
+problems, on the axes of every problem side by side). Each tail is handled as the lower tail of
+side · x̃'w̃_g (the upper tail mirrored: its comparisons reversed), so one procedure serves both:
+
+1. A pilot row per leaf gets its order statistics from all its values; its error against the
+   guide (exact moments and Cornish-Fisher positions, ``draw_quantiles.tail_guide``) is the
+   leaf's correction e: a row's statistic is expected at z = guide + e SDs from its mean.
+2. The screen keeps the draws whose bound over the leaf reaches Z = max z + ``SCREEN_MARGIN``;
+   every dropped value lies above τ = μ + σZ − slack (``tail_limit``), for the computed values too.
+3. Only the kept draws' values are computed: one gemm per leaf, with the same bits as the whole
+   matrix's (``draw_screen.products``: the kept columns padded to 16 with a dropped draw).
+4. ``band_selection.band_select`` counts each row's values ≤ μ + (z − ``BAND_HALF``)·SD and sorts
+   the few up to min(μ + (z + ``BAND_HALF``)·SD, τ); the rows it misses go again with the band
+   (−∞, τ], and rows whose tail reaches past τ, or the screen cannot bound, go whole.
+
+A work item is a batch of leaves: both tails of every problem, each step one numpy call over all
+the batch's rows (a gemm per leaf), so the threads spend little time holding the GIL between
+calls, and they take batches from one queue (equal cost shares, whatever the problem).
 """
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import draw_quantiles as dq
+from .band_selection import band_select
 from .draw_screen import (
     COLUMN_MULTIPLE,
     UNIT_ROUNDOFF,
     WhiteDraws,
-    block_bounds,
-    gathered_products,
     kd_blocks,
     products,
     row_axes,
     whiten_draws,
 )
 
-BLOCK_ROWS = 128
-"""Rows per screened block: smaller blocks have tighter bounds but more calls per row."""
+LEAF_ROWS = 32
+"""Rows per leaf: smaller leaves have tighter bounds (fewer values computed), but more gemms and
+pilots."""
 
-FIRST_MARGIN = 0.5
-"""SDs by which a thread's first block's limits overshoot the guide's positions (the later
-blocks' margins are learnt): rows it misses go whole, as a first block did before."""
+BATCH_ROWS = 512
+"""Rows per work item (a batch of leaves), at most: enough work per numpy call that the calls'
+own cost and the GIL between them stay small, and enough items for the threads to share."""
+
+SCREEN_MARGIN = 0.08
+"""SDs by which a leaf's screen reaches past its rows' expected positions (pilot-corrected)."""
+
+BAND_HALF = 0.045
+"""Half-width, in SDs, of the band of values sorted around a row's expected position."""
+
+BAND_SPAN = 8
+"""Depths of one tail further apart than this are selected from the whole band (−∞, τ]."""
+
+PILOT_MARGIN = 0.3
+"""SDs beyond the guide's positions of the thresholds the pilot rows' selection starts from."""
 
 
-class _Scratch:
-    """A thread's working memory: the whole rows' two masks, and flat buffers for the gathered
-    products and their mask that grow to the largest block × kept draws seen."""
+@dataclass(frozen=True)
+class _Side:
+    """One tail of a problem as the lower tail of sign · x̃'w̃_g: the rows' signed means and guide
+    positions, the depths needed and where they go."""
 
-    def __init__(self, step: int, G: int) -> None:
-        self.mask = np.empty((2, step, G), dtype=bool)
-        self.values = np.empty(0)
-        self.flags = np.empty(0, dtype=bool)
-
-    def reserve(self, size: int) -> None:
-        """Buffers of at least ``size`` values."""
-        if self.values.size < size:
-            self.values = np.empty(size)
-            self.flags = np.empty(size, dtype=bool)
+    sign: int
+    mu: np.ndarray  # sign · x̃'w̄, (n,)
+    z: np.ndarray  # guide position of the deepest statistic, in SDs from mu, (n,)
+    depths: list[int]  # ascending; 0 the smallest of sign · values
+    columns: list[int]  # the statistics' columns in the problem's output, as depths
 
 
 @dataclass(frozen=True)
 class _Problem:
-    """One projection problem's rows, draws, ranks and per-row guide and screen quantities."""
+    """One projection problem's rows, draws, ranks, and per-row screen quantities."""
 
     Xt: np.ndarray
     Wt: np.ndarray
     draws: WhiteDraws
     ranks: list[int]
-    n_low: int
-    tails: tuple[int, int]
-    guide: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # mu, sd, z_lo, z_hi
+    sd: np.ndarray
     unit: np.ndarray
     sigma: np.ndarray
     slack: np.ndarray
+    usable: np.ndarray
+    sides: list[_Side]
     step: int  # rows whose every value is computed at once
+
+
+class _Scratch(threading.local):
+    """A thread's working memory: flat buffers for a batch's values and masks, grown as needed."""
+
+    def __init__(self) -> None:
+        self.values = np.empty(0)
+        self.flags = np.empty(0, dtype=bool)
+
+    def reserve(self, size: int) -> tuple[np.ndarray, np.ndarray]:
+        """(values, flags) of at least ``size`` and 2 · ``size`` entries."""
+        if self.values.size < size:
+            self.values = np.empty(size)
+            self.flags = np.empty(2 * size, dtype=bool)
+        return self.values, self.flags
 
 
 def screened_statistics(
     X: np.ndarray,
-    Wt: np.ndarray,
-    moments: tuple[np.ndarray, ...],
+    Wts: list[np.ndarray],
+    moments: list[tuple[np.ndarray, ...]],
     ranks: list[int],
     step: int,
     budget_rows: int,
     n_threads: int,
-) -> np.ndarray | None:
-    """Order statistics ``ranks`` (all in the outer quarters) of each row of [1, X] @ Wt, (n, r).
+) -> list[np.ndarray | None]:
+    """Order statistics ``ranks`` (all in the outer quarters) of each row of [1, X] @ W̃ for each
+    problem's W̃, (n, r) each; None for a problem whose draws have no spread to whiten.
 
-    None when the draws have no spread to whiten. Screened blocks hold at most ``budget_rows`` rows
-    (all their values would fit the memory budget), whole rows go ``step`` at a time;
-    ``n_threads`` threads share the blocks.
+    Leaves and batches hold at most ``budget_rows`` rows (all their values would fit the memory
+    budget), whole rows go ``step`` at a time; ``n_threads`` threads share the batches.
     """
-    draws = whiten_draws(Wt, moments[0], moments[1])
-    tails = dq._tails(ranks, Wt.shape[1])
-    if draws is None or tails is None:
-        return None
     n = X.shape[0]
     Xt = np.column_stack([np.ones(n), X])
-    guide = _guide(Xt, moments, tails, Wt.shape[1])
-    unit, sigma, slack = row_axes(Xt, draws)
-    needed = [0, 1] + [2 + i for i in (0, 1) if tails[i]]  # a tail not needed has no position
-    usable = (sigma > 0) & np.isfinite(slack) & np.all(np.isfinite(guide[needed]), axis=0)
-    n_low = sum(r < tails[0] for r in ranks)
-    problem = _Problem(Xt, Wt, draws, ranks, n_low, tails, guide, unit, sigma, slack, step)
-    size = min(BLOCK_ROWS, budget_rows)
-    screened = np.flatnonzero(usable)
-    # the k-d tree's top levels here, a few subtrees per thread; each thread splits its own
-    tops = kd_blocks(unit, screened, max(size, -(-screened.size // (4 * n_threads))))
-    odd = np.flatnonzero(~usable)
-    tops += [odd[i : i + step] for i in range(0, odd.size, step)]
-    stats = np.empty((n, len(ranks)))
-    parts = _share(tops, n_threads)
+    problems = [_problem(Xt, Wt, m, ranks, step) for Wt, m in zip(Wts, moments, strict=True)]
+    live = [p for p in problems if p is not None]
+    out: list[np.ndarray | None] = [
+        None if p is None else np.empty((n, len(ranks))) for p in problems
+    ]
+    stats = [s for s in out if s is not None]
+    if not live:
+        return out
+    usable = np.logical_and.reduce([p.usable for p in live])
+    leaf_rows = max(1, min(LEAF_ROWS, budget_rows))
+    axes = live[0].unit if len(live) == 1 else np.hstack([p.unit for p in live])
+    leaves = kd_blocks(axes, np.flatnonzero(usable), leaf_rows)
+    pilots = np.array([leaf[0] for leaf in leaves], dtype=np.intp)
+    per_batch = max(1, min(BATCH_ROWS, budget_rows) // leaf_rows)
+    batches = [
+        np.arange(start, min(start + per_batch, len(leaves)))
+        for start in range(0, len(leaves), per_batch)
+    ]
+    errors = [np.empty((len(p.sides), len(leaves))) for p in live]
+    missed = [np.flatnonzero(~usable) for _ in live]
+    lock = threading.Lock()
+    scratch = _Scratch()
 
-    def run(part: list[np.ndarray]) -> None:
-        scratch = _Scratch(step, Wt.shape[1])
-        margins = (FIRST_MARGIN, FIRST_MARGIN)  # then the guide's error on the last block
-        for top in part:
-            if not usable[top[0]]:
-                stats[top] = _whole_rows(problem, top, scratch.mask)
-                continue
-            for rows in kd_blocks(unit, top, size):
-                stats[rows] = _screened_block(problem, rows, margins, scratch)
-                mu, sd, z_lo, z_hi = (v[rows] for v in guide)
-                margins = dq._learn_margins(stats[rows], n_low, mu, sd, (z_lo, z_hi)) or margins
+    def pilot(i: int) -> None:
+        p = live[i]
+        stats[i][pilots] = _whole_rows(p, pilots, guide=True)
+        errors[i][:] = _pilot_errors(p, pilots, stats[i][pilots])
 
-    if len(parts) == 1:
-        run(parts[0])
+    def run(batch: np.ndarray) -> None:
+        rows = [leaves[b] for b in batch]
+        for i, p in enumerate(live):
+            for j, side in enumerate(p.sides):
+                done, lost = _batch_side(p, side, rows, errors[i][j, batch], scratch)
+                stats[i][np.ix_(done[0], side.columns)] = done[1]
+                if lost.size:
+                    with lock:
+                        missed[i] = np.concatenate([missed[i], lost])
+
+    if n_threads <= 1:
+        list(map(pilot, range(len(live))))
+        list(map(run, batches))
     else:
-        with ThreadPoolExecutor(len(parts)) as pool:
-            list(pool.map(run, parts))
-    return stats
+        with ThreadPoolExecutor(n_threads) as pool:
+            list(pool.map(pilot, range(len(live))))
+            list(pool.map(run, batches))
+    for i, p in enumerate(live):
+        rows = np.unique(missed[i])
+        if rows.size:
+            stats[i][rows] = _whole_rows(p, rows)
+    return out
+
+
+def _problem(
+    Xt: np.ndarray, Wt: np.ndarray, moments: tuple[np.ndarray, ...], ranks: list[int], step: int
+) -> _Problem | None:
+    """The problem's whitened draws, guide, row axes and signed tails; None without spread."""
+    G = Wt.shape[1]
+    draws = whiten_draws(Wt, moments[0], moments[1])
+    tails = dq._tails(ranks, G)
+    if draws is None or tails is None:
+        return None
+    mu, sd, z_lo, z_hi = _guide(Xt, moments, tails, G)
+    unit, sigma, slack = row_axes(Xt, draws)
+    usable = (sigma > 0) & np.isfinite(slack) & np.isfinite(mu) & np.isfinite(sd)
+    sides = []
+    low = [i for i, r in enumerate(ranks) if r < tails[0]]
+    high = [i for i, r in enumerate(ranks) if r >= tails[0]]
+    if low:
+        depths = [ranks[i] for i in low]
+        sides.append(_Side(1, mu, z_lo, depths, low))
+        usable &= np.isfinite(z_lo)
+    if high:
+        depths = [G - 1 - ranks[i] for i in reversed(high)]
+        sides.append(_Side(-1, -mu, -z_hi, depths, high[::-1]))
+        usable &= np.isfinite(z_hi)
+    return _Problem(Xt, Wt, draws, ranks, sd, unit, sigma, slack, usable, sides, step)
 
 
 def _guide(
@@ -142,91 +212,119 @@ def _guide(
     return out
 
 
-def _share(blocks: list[np.ndarray], n_threads: int) -> list[list[np.ndarray]]:
-    """The row sets in order, cut into at most ``n_threads`` runs of about equal row counts."""
-    n = sum(b.size for b in blocks)
-    share = -(-n // max(1, n_threads))
-    parts: list[list[np.ndarray]] = [[]]
-    taken = 0
-    for rows in blocks:
-        if taken >= share * len(parts) and len(parts) < n_threads:
-            parts.append([])
-        parts[-1].append(rows)
-        taken += rows.size
-    return [p for p in parts if p]
+def _pilot_errors(p: _Problem, pilots: np.ndarray, stats: np.ndarray) -> np.ndarray:
+    """(sides, pilots): the pilot rows' deepest statistic minus its guide position, in SDs (the
+    side's median where not finite, 0 if none is)."""
+    out = np.empty((len(p.sides), pilots.size))
+    for j, side in enumerate(p.sides):
+        deepest = side.sign * stats[:, side.columns[-1]]
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            err = (deepest - side.mu[pilots]) / p.sd[pilots] - side.z[pilots]
+        ok = np.isfinite(err)
+        out[j] = np.where(ok, err, np.median(err[ok]) if ok.any() else 0.0)
+    return out
 
 
-def _whole_rows(problem: _Problem, rows: np.ndarray, mask: np.ndarray) -> np.ndarray:
+def _whole_rows(p: _Problem, rows: np.ndarray, guide: bool = False) -> np.ndarray:
     """Order statistics of the rows' every value (``draw_quantiles.order_statistics``), ``step``
-    rows at a time."""
-    out = np.empty((rows.size, len(problem.ranks)))
-    for start in range(0, rows.size, problem.step):
-        part = rows[start : start + problem.step]
-        F = products(problem.Xt[part], problem.Wt)
-        out[start : start + part.size] = dq.order_statistics(F, problem.ranks, mask[:, : part.size])
-    return out
-
-
-def _screened_block(
-    problem: _Problem, rows: np.ndarray, margins: tuple[float, float], scratch: _Scratch
-) -> np.ndarray:
-    """The block's order statistics from the draws its screen keeps; missed rows whole."""
-    p = problem
-    G = p.Wt.shape[1]
-    mu, sd, z_lo, z_hi = (v[rows] for v in p.guide)
-    sigma, slack = p.sigma[rows], p.slack[rows]
-    lower, upper = block_bounds(p.unit[rows], p.draws)
+    rows at a time; ``guide``: selection thresholds from the guide, ``PILOT_MARGIN`` SDs out."""
     out = np.empty((rows.size, len(p.ranks)))
-    missed = np.zeros(rows.size, dtype=bool)
-    Xt = p.Xt[rows]
-    for side in (1, -1):
-        cols = slice(0, p.n_low) if side == 1 else slice(p.n_low, None)
-        if side == 1:  # lower tail: values ≤ the rows' limits
-            if not p.n_low:
-                continue
-            bound = float(z_lo.max()) + margins[0]
-            keep = np.flatnonzero(lower <= bound)
-            limit = np.minimum(mu + (z_lo + margins[0]) * sd, tail_limit(mu, sigma, slack, bound))
-            depths = p.ranks[cols]
-        else:  # upper tail, mirrored
-            if p.n_low == len(p.ranks):
-                continue
-            bound = float(z_hi.min()) - margins[1]
-            keep = np.flatnonzero(upper >= bound)
-            limit = np.maximum(
-                mu + (z_hi - margins[1]) * sd, -tail_limit(-mu, sigma, slack, -bound)
+    mask = np.empty((2, min(p.step, rows.size), p.Wt.shape[1]), dtype=bool)
+    for start in range(0, rows.size, p.step):
+        part = rows[start : start + p.step]
+        F = products(p.Xt[part], p.Wt)
+        limits = None
+        if guide and len(p.sides) == 2:
+            lo, hi = p.sides
+            sd = p.sd[part]
+            limits = (
+                lo.mu[part] + (lo.z[part] + PILOT_MARGIN) * sd,
+                -(hi.mu[part] + (hi.z[part] + PILOT_MARGIN) * sd),
             )
-            depths = [G - 1 - r for r in p.ranks[cols]]
-        if keep.size <= max(depths):
-            missed[:] = True
-            break
-        scratch.reserve(max(2, rows.size) * (keep.size + COLUMN_MULTIPLE))
-        F = gathered_products(Xt, p.Wt, keep, scratch.values, side * np.inf)
-        out[:, cols], short = select_tail(F, depths, limit, side, scratch.flags)
-        missed |= short
-    if missed.any():
-        out[missed] = _whole_rows(p, rows[missed], scratch.mask)
+            if not (np.all(np.isfinite(limits[0])) and np.all(np.isfinite(limits[1]))):
+                limits = None
+        out[start : start + part.size] = dq.order_statistics(
+            F, p.ranks, mask[:, : part.size], limits
+        )
     return out
 
 
-def select_tail(
-    F: np.ndarray, depths: list[int], limit: np.ndarray, side: int, scratch: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's values at ``depths`` (0: the smallest, side 1; the largest, side −1) from its
-    values ≤ ``limit`` (side 1) or ≥ it (side −1), in ascending order of value; rows with too few
-    such values are reported missed.
+def _batch_side(
+    p: _Problem, side: _Side, leaves: list[np.ndarray], errors: np.ndarray, scratch: _Scratch
+) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
+    """((rows, statistics) done, rows missed) for one side of one problem over a batch of leaves."""
+    G = p.Wt.shape[1]
+    sizes = np.array([leaf.size for leaf in leaves])
+    rows = np.concatenate(leaves)
+    firsts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    # the leaves' boxes of ŷ and each draw's bound over them: lower for side 1, −upper for −1
+    U = p.unit[rows]
+    top, bottom = np.maximum.reduceat(U, firsts, axis=0), np.minimum.reduceat(U, firsts, axis=0)
+    centre, half = (top + bottom) / 2, (top - bottom) / 2
+    bound = np.hstack([side.sign * centre, -half]) @ p.draws.stacked  # (leaves, G)
+    sd, sigma, slack, mu = p.sd[rows], p.sigma[rows], p.slack[rows], side.mu[rows]
+    z = side.z[rows] + np.repeat(errors, sizes)
+    Z = np.maximum.reduceat(z, firsts) + SCREEN_MARGIN
+    keep = bound <= Z[:, None]
+    counts = np.count_nonzero(keep, axis=1)
+    # a leaf that keeps every draw, or too few for its depths, goes whole
+    fine = (counts < G) & (counts > side.depths[-1])
+    if not fine.all():
+        lost = np.concatenate([leaves[b] for b in np.flatnonzero(~fine)])
+        if not fine.any():
+            return (np.empty(0, dtype=np.intp), np.empty((0, len(side.depths)))), lost
+        kept = np.flatnonzero(fine)
+        done, more = _batch_side(p, side, [leaves[b] for b in kept], errors[kept], scratch)
+        return done, np.concatenate([lost, more])
+    width = counts + (-counts % COLUMN_MULTIPLE)
+    filler = np.argmax(bound, axis=1)  # a dropped draw pads each leaf's columns
+    columns = np.repeat(filler, width)
+    starts = np.concatenate([[0], np.cumsum(width)[:-1]])
+    flat = np.flatnonzero(keep)
+    columns[
+        np.repeat(starts - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
+        + np.arange(flat.size)
+    ] = flat % G
+    Wk = np.take(p.Wt, columns, axis=1)
+    row_width = np.repeat(width, sizes)
+    total = int(row_width.sum())
+    values, flags = scratch.reserve(total)
+    values = values[:total]
+    at = 0
+    for b, leaf in enumerate(leaves):
+        block = values[at : at + leaf.size * width[b]].reshape(leaf.size, width[b])
+        cols = Wk[:, starts[b] : starts[b] + width[b]]
+        if leaf.size == 1:  # a one-row product goes through gemv: doubled
+            block[:] = np.matmul(p.Xt[[leaf[0], leaf[0]]], cols)[:1]
+        else:
+            np.matmul(p.Xt[leaf], cols, out=block)
+        at += block.size
+    row_start = np.concatenate([[0], np.cumsum(row_width)[:-1]])
+    tau = tail_limit(mu, sigma, slack, np.repeat(Z, sizes))
+    far = np.minimum(mu + (z + BAND_HALF) * sd, tau)
+    near = mu + (z - BAND_HALF) * sd
+    if side.depths[-1] - side.depths[0] > BAND_SPAN:
+        near[:] = -np.inf
+    s = side.sign
+    got, ok = band_select(values, row_start, row_width, s * near, s * far, side.depths, s, flags)
+    if not ok.all():  # again, from every value up to τ
+        again = np.flatnonzero(~ok)
+        sub, sub_start, sub_width = _subset(values, row_start, row_width, again)
+        nowhere = np.full(again.size, -s * np.inf)
+        got[again], ok[again] = band_select(
+            sub, sub_start, sub_width, nowhere, s * tau[again], side.depths, s, flags
+        )
+    return (rows[ok], got[ok]), rows[~ok]
 
-    As ``draw_quantiles.select_beyond``, one tail: the values beyond the limit packed into a
-    narrow matrix whose gaps hold a value just inside it.
-    """
-    m, width = F.shape
-    mask = scratch[: m * width].reshape(m, width)
-    (np.less_equal if side == 1 else np.greater_equal)(F, limit[:, None], out=mask)
-    packed = dq._pack(F, mask, np.nextafter(limit, side * np.inf), max(depths) + 1)
-    last = packed.shape[1] - 1
-    out = dq._partition(packed, depths if side == 1 else [last - d for d in depths])
-    deepest = out[:, -1] if side == 1 else out[:, 0]
-    return out, ~(side * deepest <= side * limit)
+
+def _subset(
+    values: np.ndarray, starts: np.ndarray, widths: np.ndarray, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows ``rows`` of a flat ragged layout, end to end in a new one: (values, starts, widths)."""
+    w = widths[rows]
+    new = np.concatenate([[0], np.cumsum(w)[:-1]])
+    idx = np.repeat(starts[rows] - new, w) + np.arange(int(w.sum()))
+    return values[idx], new, w
 
 
 def tail_limit(mu: np.ndarray, sigma: np.ndarray, slack: np.ndarray, bound: float) -> np.ndarray:

@@ -1,0 +1,75 @@
+"""Order statistics of ragged rows laid end to end, from the values in a narrow band of each row.
+
+The screened quantiles compute, for each row, the values of the draws its block keeps: rows of
+different blocks have different widths, so they are stored one after another in one flat array
+(row i at ``starts[i] : starts[i] + widths[i]``, every width a multiple of 8). Each row comes with
+two limits a < b around the order statistics it needs. Its values ≤ a are only counted (c), those
+in (a, b] (the band, a few dozen) are gathered and sorted: the value at depth d (0: the
+smallest) is the (d − c)-th of the sorted band whenever c ≤ d < c + #band. Every step is one numpy
+call over all the rows at once, so a few dozen calls serve thousands of rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def row_counts(mask: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """True entries of the flat boolean ``mask`` in each row [start, end), with every start and
+    end a multiple of 8 (the bytes are counted eight at a time)."""
+    per_word = np.bitwise_count(mask.view(np.uint64))
+    total = np.zeros(per_word.size + 1, dtype=np.intp)
+    np.cumsum(per_word, out=total[1:])
+    return total[ends // 8] - total[starts // 8]
+
+
+def gather_rows(
+    values: np.ndarray, mask: np.ndarray, starts: np.ndarray, fill: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(packed, counts): each row's values where ``mask`` holds, to the left of a matrix as wide
+    as the largest count (at least 1), the rest ``fill``; ``starts`` are the rows' starts and the
+    end of the last row."""
+    flat = np.flatnonzero(mask)
+    bounds = np.searchsorted(flat, starts)
+    counts = np.diff(bounds)
+    packed = np.full((counts.size, max(int(counts.max(initial=0)), 1)), fill)
+    dest = np.repeat(np.arange(counts.size) * packed.shape[1] - bounds[:-1], counts)
+    dest += np.arange(flat.size)
+    packed.ravel()[dest] = values[flat]
+    return packed, counts
+
+
+def band_select(
+    values: np.ndarray,
+    starts: np.ndarray,
+    widths: np.ndarray,
+    near: np.ndarray,
+    far: np.ndarray,
+    depths: list[int],
+    side: int,
+    scratch: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(statistics (rows, len(depths)), done): each row's values at ``depths`` from its smallest
+    (side 1; from its largest, side −1), exact where ``done``: c = #{side·v ≤ side·near} ≤
+    min(depths) and #{side·v ≤ side·far} > max(depths).
+
+    ``values`` holds the rows end to end (``starts``, ``widths``: multiples of 8); a row must hold
+    every value of its own with side·v ≤ side·far (entries that are no value hold side·∞).
+    ``scratch`` is a boolean array of at least 2 · values.size entries.
+    """
+    size = values.size
+    beyond_far = scratch[:size]
+    beyond_near = scratch[size : 2 * size]
+    compare = np.less_equal if side == 1 else np.greater_equal
+    compare(values, np.repeat(far, widths), out=beyond_far)
+    compare(values, np.repeat(near, widths), out=beyond_near)
+    counted = row_counts(beyond_near, starts, starts + widths)
+    np.greater(beyond_far, beyond_near, out=beyond_far)  # the band: beyond far, not near
+    band, in_band = gather_rows(values, beyond_far, np.append(starts, size), np.inf)
+    band.sort(axis=1)  # the band's values from the left, +∞ after them
+    done = (counted <= min(depths)) & (counted + in_band > max(depths))
+    at = np.subtract.outer(np.asarray(depths), counted).T  # depth within the band
+    if side == -1:  # from the band's largest value
+        at = in_band[:, None] - 1 - at
+    np.clip(at, 0, band.shape[1] - 1, out=at)
+    return np.take_along_axis(band, at, axis=1), done
