@@ -14,28 +14,32 @@ from __future__ import annotations
 import numpy as np
 
 
-def row_counts(mask: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """True entries of the flat boolean ``mask`` in each row [start, end), with every start and
-    end a multiple of 8 (the bytes are counted eight at a time)."""
+def row_counts(mask: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """True entries of the flat boolean ``mask`` in each row, the rows [starts[i], starts[i + 1])
+    end to end up to the mask's end, every start a multiple of 8 and every row non-empty (the
+    bytes are counted eight at a time)."""
     per_word = np.bitwise_count(mask.view(np.uint64))
-    total = np.zeros(per_word.size + 1, dtype=np.intp)
-    np.cumsum(per_word, out=total[1:])
-    return total[ends // 8] - total[starts // 8]
+    return np.add.reduceat(per_word, starts // 8, dtype=np.intp)
+
+
+def sparse_nonzero(mask: np.ndarray) -> np.ndarray:
+    """``np.flatnonzero`` of a flat boolean array of a multiple of 8 entries, faster when few are
+    true: only the 8-byte words holding one are looked into."""
+    words = mask.view(np.uint64)
+    some = np.flatnonzero(words != 0)
+    inside = np.flatnonzero(words[some].view(bool))
+    return some[inside >> 3] * 8 + (inside & 7)
 
 
 def gather_rows(
     values: np.ndarray, mask: np.ndarray, starts: np.ndarray, fill: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(packed, counts): each row's values where ``mask`` holds, to the left of a matrix as wide
-    as the largest count (at least 1), the rest ``fill``; ``starts`` are the rows' starts and the
-    end of the last row."""
-    flat = np.flatnonzero(mask)
-    bounds = np.searchsorted(flat, starts)
-    counts = np.diff(bounds)
+    """(packed, counts): each row's values where ``mask`` holds (few), to the left of a matrix as
+    wide as the largest count (at least 1), the rest ``fill``; rows as in ``row_counts``."""
+    flat = sparse_nonzero(mask)
+    counts = np.diff(np.searchsorted(flat, np.append(starts, mask.size)))
     packed = np.full((counts.size, max(int(counts.max(initial=0)), 1)), fill)
-    dest = np.repeat(np.arange(counts.size) * packed.shape[1] - bounds[:-1], counts)
-    dest += np.arange(flat.size)
-    packed.ravel()[dest] = values[flat]
+    packed[np.arange(packed.shape[1]) < counts[:, None]] = values[flat]
     return packed, counts
 
 
@@ -53,7 +57,7 @@ def band_select(
     (side 1; from its largest, side −1), exact where ``done``: c = #{side·v ≤ side·near} ≤
     min(depths) and #{side·v ≤ side·far} > max(depths).
 
-    ``values`` holds the rows end to end (``starts``, ``widths``: multiples of 8); a row must hold
+    ``values`` holds the rows end to end (``starts``, ``widths``: multiples of 8, not 0); a row must hold
     every value of its own with side·v ≤ side·far (entries that are no value hold side·∞).
     ``scratch`` is a boolean array of at least 2 · values.size entries.
     """
@@ -63,9 +67,9 @@ def band_select(
     compare = np.less_equal if side == 1 else np.greater_equal
     compare(values, np.repeat(far, widths), out=beyond_far)
     compare(values, np.repeat(near, widths), out=beyond_near)
-    counted = row_counts(beyond_near, starts, starts + widths)
+    counted = row_counts(beyond_near, starts)
     np.greater(beyond_far, beyond_near, out=beyond_far)  # the band: beyond far, not near
-    band, in_band = gather_rows(values, beyond_far, np.append(starts, size), np.inf)
+    band, in_band = gather_rows(values, beyond_far, starts, np.inf)
     band.sort(axis=1)  # the band's values from the left, +∞ after them
     done = (counted <= min(depths)) & (counted + in_band > max(depths))
     at = np.subtract.outer(np.asarray(depths), counted).T  # depth within the band

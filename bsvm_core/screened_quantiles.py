@@ -36,6 +36,7 @@ from .draw_screen import (
     UNIT_ROUNDOFF,
     WhiteDraws,
     kd_blocks,
+    leaf_products,
     products,
     row_axes,
     whiten_draws,
@@ -57,6 +58,9 @@ BAND_HALF = 0.045
 
 BAND_SPAN = 8
 """Depths of one tail further apart than this are selected from the whole band (−∞, τ]."""
+
+PILOTS = 3
+"""Pilot rows per batch: the median of their errors corrects the guide for the batch's rows."""
 
 PILOT_MARGIN = 0.3
 """SDs beyond the guide's positions of the thresholds the pilot rows' selection starts from."""
@@ -125,9 +129,7 @@ def screened_statistics(
     Xt = np.column_stack([np.ones(n), X])
     problems = [_problem(Xt, Wt, m, ranks, step) for Wt, m in zip(Wts, moments, strict=True)]
     live = [p for p in problems if p is not None]
-    out: list[np.ndarray | None] = [
-        None if p is None else np.empty((n, len(ranks))) for p in problems
-    ]
+    out = [None if p is None else np.empty((n, len(ranks))) for p in problems]
     stats = [s for s in out if s is not None]
     if not live:
         return out
@@ -135,44 +137,61 @@ def screened_statistics(
     leaf_rows = max(1, min(LEAF_ROWS, budget_rows))
     axes = live[0].unit if len(live) == 1 else np.hstack([p.unit for p in live])
     leaves = kd_blocks(axes, np.flatnonzero(usable), leaf_rows)
-    pilots = np.array([leaf[0] for leaf in leaves], dtype=np.intp)
-    per_batch = max(1, min(BATCH_ROWS, budget_rows) // leaf_rows)
-    batches = [
-        np.arange(start, min(start + per_batch, len(leaves)))
-        for start in range(0, len(leaves), per_batch)
-    ]
-    errors = [np.empty((len(p.sides), len(leaves))) for p in live]
+    batches = _batches(leaves, max(leaf_rows, min(BATCH_ROWS, budget_rows)))
+    pilots = np.concatenate([_pilots(leaves, batch) for batch in batches]).astype(np.intp)
+    errors = [np.empty((len(p.sides), len(batches))) for p in live]
     missed = [np.flatnonzero(~usable) for _ in live]
     lock = threading.Lock()
     scratch = _Scratch()
 
     def pilot(i: int) -> None:
         p = live[i]
-        stats[i][pilots] = _whole_rows(p, pilots, guide=True)
-        errors[i][:] = _pilot_errors(p, pilots, stats[i][pilots])
+        got = _whole_rows(p, pilots, True)
+        stats[i][pilots] = got
+        errors[i][:] = np.median(_pilot_errors(p, pilots, got).reshape(len(p.sides), -1, PILOTS), 2)
 
-    def run(batch: np.ndarray) -> None:
-        rows = [leaves[b] for b in batch]
+    def run(b: int) -> None:
+        batch = _Batch.of([leaves[leaf] for leaf in batches[b]], Xt)
         for i, p in enumerate(live):
-            for j, side in enumerate(p.sides):
-                done, lost = _batch_side(p, side, rows, errors[i][j, batch], scratch)
-                stats[i][np.ix_(done[0], side.columns)] = done[1]
+            for (done, got, columns), lost in _batch(p, batch, errors[i][:, b], scratch):
+                stats[i][np.ix_(done, columns)] = got
                 if lost.size:
                     with lock:
                         missed[i] = np.concatenate([missed[i], lost])
 
     if n_threads <= 1:
         list(map(pilot, range(len(live))))
-        list(map(run, batches))
+        list(map(run, range(len(batches))))
     else:
         with ThreadPoolExecutor(n_threads) as pool:
             list(pool.map(pilot, range(len(live))))
-            list(pool.map(run, batches))
+            list(pool.map(run, range(len(batches))))
     for i, p in enumerate(live):
         rows = np.unique(missed[i])
         if rows.size:
             stats[i][rows] = _whole_rows(p, rows)
     return out
+
+
+def _batches(leaves: list[np.ndarray], rows: int) -> list[np.ndarray]:
+    """Consecutive leaves (neighbours in the k-d tree) in runs of at most ``rows`` rows (at least
+    one leaf)."""
+    out: list[np.ndarray] = []
+    start, taken = 0, 0
+    for i, leaf in enumerate(leaves):
+        if taken and taken + leaf.size > rows:
+            out.append(np.arange(start, i))
+            start, taken = i, 0
+        taken += leaf.size
+    if taken:
+        out.append(np.arange(start, len(leaves)))
+    return out
+
+
+def _pilots(leaves: list[np.ndarray], batch: np.ndarray) -> np.ndarray:
+    """``PILOTS`` rows spread over the batch's rows (k-d order), repeated if it has fewer."""
+    rows = np.concatenate([leaves[leaf] for leaf in batch])
+    return rows[np.linspace(0, rows.size - 1, PILOTS).round().astype(np.intp)]
 
 
 def _problem(
@@ -225,16 +244,16 @@ def _pilot_errors(p: _Problem, pilots: np.ndarray, stats: np.ndarray) -> np.ndar
     return out
 
 
-def _whole_rows(p: _Problem, rows: np.ndarray, guide: bool = False) -> np.ndarray:
+def _whole_rows(p: _Problem, rows: np.ndarray, pilots: bool = False) -> np.ndarray:
     """Order statistics of the rows' every value (``draw_quantiles.order_statistics``), ``step``
-    rows at a time; ``guide``: selection thresholds from the guide, ``PILOT_MARGIN`` SDs out."""
+    rows at a time; ``pilots``: selection thresholds from the guide, ``PILOT_MARGIN`` SDs out."""
     out = np.empty((rows.size, len(p.ranks)))
     mask = np.empty((2, min(p.step, rows.size), p.Wt.shape[1]), dtype=bool)
     for start in range(0, rows.size, p.step):
         part = rows[start : start + p.step]
         F = products(p.Xt[part], p.Wt)
         limits = None
-        if guide and len(p.sides) == 2:
+        if pilots and len(p.sides) == 2:
             lo, hi = p.sides
             sd = p.sd[part]
             limits = (
@@ -249,58 +268,105 @@ def _whole_rows(p: _Problem, rows: np.ndarray, guide: bool = False) -> np.ndarra
     return out
 
 
-def _batch_side(
-    p: _Problem, side: _Side, leaves: list[np.ndarray], errors: np.ndarray, scratch: _Scratch
-) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
-    """((rows, statistics) done, rows missed) for one side of one problem over a batch of leaves."""
-    G = p.Wt.shape[1]
-    sizes = np.array([leaf.size for leaf in leaves])
-    rows = np.concatenate(leaves)
-    firsts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    # the leaves' boxes of ŷ and each draw's bound over them: lower for side 1, −upper for −1
-    U = p.unit[rows]
-    top, bottom = np.maximum.reduceat(U, firsts, axis=0), np.minimum.reduceat(U, firsts, axis=0)
+@dataclass(frozen=True)
+class _Batch:
+    """Leaves' rows end to end: their indices, the leaves' sizes and first positions, and the
+    rows of x̃ in that order (C-contiguous: a leaf's rows are a slice)."""
+
+    rows: np.ndarray
+    sizes: np.ndarray
+    firsts: np.ndarray
+    Xt: np.ndarray
+
+    @classmethod
+    def of(cls, leaves: list[np.ndarray], Xt: np.ndarray) -> _Batch:
+        """The batch of ``leaves`` (rows of ``Xt``)."""
+        sizes = np.array([leaf.size for leaf in leaves])
+        rows = np.concatenate(leaves)
+        return cls(rows, sizes, np.concatenate([[0], np.cumsum(sizes)[:-1]]), Xt[rows])
+
+    def subset(self, leaves: np.ndarray) -> _Batch:
+        """The batch of the leaves ``leaves`` (indices into this one's)."""
+        at = np.repeat(np.isin(np.arange(self.sizes.size), leaves), self.sizes)
+        sizes = self.sizes[leaves]
+        return _Batch(
+            self.rows[at], sizes, np.concatenate([[0], np.cumsum(sizes)[:-1]]), self.Xt[at]
+        )
+
+
+def _batch(
+    p: _Problem, batch: _Batch, errors: np.ndarray, scratch: _Scratch
+) -> list[tuple[tuple[np.ndarray, np.ndarray, list[int]], np.ndarray]]:
+    """For each side of the problem: ((rows, statistics, their columns) done, rows missed), over a
+    batch of leaves whose pilots erred by ``errors`` (one per side)."""
+    # the leaves' boxes of ŷ, and the batch's: every draw's bound over the batch, both sides
+    # (lower, −upper), screens the draws before the leaves' own bounds do
+    U = p.unit[batch.rows]
+    top = np.maximum.reduceat(U, batch.firsts, axis=0)
+    bottom = np.minimum.reduceat(U, batch.firsts, axis=0)
     centre, half = (top + bottom) / 2, (top - bottom) / 2
-    bound = np.hstack([side.sign * centre, -half]) @ p.draws.stacked  # (leaves, G)
-    sd, sigma, slack, mu = p.sd[rows], p.sigma[rows], p.slack[rows], side.mu[rows]
-    z = side.z[rows] + np.repeat(errors, sizes)
-    Z = np.maximum.reduceat(z, firsts) + SCREEN_MARGIN
+    whole_top, whole_bottom = top.max(axis=0), bottom.min(axis=0)
+    c, h = (whole_top + whole_bottom) / 2, (whole_top - whole_bottom) / 2
+    parent = np.array([np.concatenate([c, -h]), np.concatenate([-c, -h])]) @ p.draws.stacked
+    out = []
+    for j, side in enumerate(p.sides):
+        z = side.z[batch.rows] + errors[j]
+        Z = np.maximum.reduceat(z, batch.firsts) + SCREEN_MARGIN
+        box = np.hstack([side.sign * centre, -half])
+        out.append(_leaves_side(p, side, batch, z, Z, box, parent[j], scratch))
+    return out
+
+
+def _leaves_side(
+    p: _Problem,
+    side: _Side,
+    batch: _Batch,
+    z: np.ndarray,
+    Z: np.ndarray,
+    box: np.ndarray,
+    parent: np.ndarray,
+    scratch: _Scratch,
+) -> tuple[tuple[np.ndarray, np.ndarray, list[int]], np.ndarray]:
+    """One side over a batch of leaves: the screen (the batch's bound ``parent``, then each
+    leaf's ``box``), the kept values, the band selections; ((rows, statistics, columns), missed)."""
+    G = p.Wt.shape[1]
+    rows, sizes = batch.rows, batch.sizes
+    nothing = (np.empty(0, dtype=np.intp), np.empty((0, len(side.depths))), side.columns)
+    near_all = np.flatnonzero(parent <= Z.max())
+    if near_all.size <= side.depths[-1]:
+        return nothing, rows
+    bound = box @ p.draws.stacked[:, near_all]  # (leaves, kept by the batch)
     keep = bound <= Z[:, None]
     counts = np.count_nonzero(keep, axis=1)
-    # a leaf that keeps every draw, or too few for its depths, goes whole
-    fine = (counts < G) & (counts > side.depths[-1])
+    # a dropped draw pads each leaf's columns: the batch's farthest, or the leaf's own
+    filler = np.full(sizes.size, np.argmax(parent)) if near_all.size < G else None
+    if filler is None:
+        filler = near_all[np.argmax(bound, axis=1)]
+        counts = np.where(counts < G, counts, 0)  # a leaf that keeps every draw goes whole
+    fine = counts > side.depths[-1]
     if not fine.all():
-        lost = np.concatenate([leaves[b] for b in np.flatnonzero(~fine)])
+        lost = rows[np.repeat(~fine, sizes)]
         if not fine.any():
-            return (np.empty(0, dtype=np.intp), np.empty((0, len(side.depths)))), lost
+            return nothing, lost
         kept = np.flatnonzero(fine)
-        done, more = _batch_side(p, side, [leaves[b] for b in kept], errors[kept], scratch)
+        at = np.repeat(fine, sizes)
+        done, more = _leaves_side(
+            p, side, batch.subset(kept), z[at], Z[kept], box[kept], parent, scratch
+        )
         return done, np.concatenate([lost, more])
     width = counts + (-counts % COLUMN_MULTIPLE)
-    filler = np.argmax(bound, axis=1)  # a dropped draw pads each leaf's columns
     columns = np.repeat(filler, width)
     starts = np.concatenate([[0], np.cumsum(width)[:-1]])
     flat = np.flatnonzero(keep)
-    columns[
-        np.repeat(starts - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
-        + np.arange(flat.size)
-    ] = flat % G
+    slots = np.repeat(starts - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
+    columns[slots + np.arange(flat.size)] = near_all[flat % near_all.size]
     Wk = np.take(p.Wt, columns, axis=1)
     row_width = np.repeat(width, sizes)
-    total = int(row_width.sum())
-    values, flags = scratch.reserve(total)
-    values = values[:total]
-    at = 0
-    for b, leaf in enumerate(leaves):
-        block = values[at : at + leaf.size * width[b]].reshape(leaf.size, width[b])
-        cols = Wk[:, starts[b] : starts[b] + width[b]]
-        if leaf.size == 1:  # a one-row product goes through gemv: doubled
-            block[:] = np.matmul(p.Xt[[leaf[0], leaf[0]]], cols)[:1]
-        else:
-            np.matmul(p.Xt[leaf], cols, out=block)
-        at += block.size
+    values, flags = scratch.reserve(int(row_width.sum()))
+    values = leaf_products(batch.Xt, Wk, sizes, width, values)
     row_start = np.concatenate([[0], np.cumsum(row_width)[:-1]])
-    tau = tail_limit(mu, sigma, slack, np.repeat(Z, sizes))
+    sd, mu = p.sd[rows], side.mu[rows]
+    tau = tail_limit(mu, p.sigma[rows], p.slack[rows], np.repeat(Z, sizes))
     far = np.minimum(mu + (z + BAND_HALF) * sd, tau)
     near = mu + (z - BAND_HALF) * sd
     if side.depths[-1] - side.depths[0] > BAND_SPAN:
@@ -314,7 +380,7 @@ def _batch_side(
         got[again], ok[again] = band_select(
             sub, sub_start, sub_width, nowhere, s * tau[again], side.depths, s, flags
         )
-    return (rows[ok], got[ok]), rows[~ok]
+    return (rows[ok], got[ok], side.columns), rows[~ok]
 
 
 def _subset(
