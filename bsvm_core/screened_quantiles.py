@@ -24,8 +24,10 @@ calls, and they take batches from one queue (equal cost shares, whatever the pro
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -60,7 +62,8 @@ BAND_SPAN = 8
 """Depths of one tail further apart than this are selected from the whole band (−∞, τ]."""
 
 PILOTS = 3
-"""Pilot rows per batch: the median of their errors corrects the guide for the batch's rows."""
+"""Pilot rows per batch (first, middle, last): the median of their errors corrects the guide
+for the batch's rows."""
 
 PILOT_MARGIN = 0.3
 """SDs beyond the guide's positions of the thresholds the pilot rows' selection starts from."""
@@ -90,7 +93,6 @@ class _Problem:
     unit: np.ndarray
     sigma: np.ndarray
     slack: np.ndarray
-    usable: np.ndarray
     sides: list[_Side]
     step: int  # rows whose every value is computed at once
 
@@ -127,50 +129,62 @@ def screened_statistics(
     """
     n = X.shape[0]
     Xt = np.column_stack([np.ones(n), X])
-    problems = [_problem(Xt, Wt, m, ranks, step) for Wt, m in zip(Wts, moments, strict=True)]
-    live = [p for p in problems if p is not None]
-    out = [None if p is None else np.empty((n, len(ranks))) for p in problems]
-    stats = [s for s in out if s is not None]
-    if not live:
-        return out
-    usable = np.logical_and.reduce([p.usable for p in live])
-    leaf_rows = max(1, min(LEAF_ROWS, budget_rows))
-    axes = live[0].unit if len(live) == 1 else np.hstack([p.unit for p in live])
-    leaves = kd_blocks(axes, np.flatnonzero(usable), leaf_rows)
-    batches = _batches(leaves, max(leaf_rows, min(BATCH_ROWS, budget_rows)))
-    pilots = np.concatenate([_pilots(leaves, batch) for batch in batches]).astype(np.intp)
-    errors = [np.empty((len(p.sides), len(batches))) for p in live]
-    missed = [np.flatnonzero(~usable) for _ in live]
-    lock = threading.Lock()
-    scratch = _Scratch()
+    pool = ThreadPoolExecutor(n_threads) if n_threads > 1 else None
+    mapped = map if pool is None else pool.map
+    try:
+        axes = list(mapped(lambda p: _axes(Xt, Wts[p], moments[p]), range(len(Wts))))
+        live = [p for p, a in enumerate(axes) if a is not None]
+        out: list[np.ndarray | None] = [None] * len(Wts)
+        if not live or dq._tails(ranks, Wts[0].shape[1]) is None:
+            return out
+        usable = np.logical_and.reduce([axes[p][3] for p in live])  # type: ignore[index]
+        leaf_rows = max(1, min(LEAF_ROWS, budget_rows))
+        units = np.hstack([axes[p][1] for p in live])  # type: ignore[index]
+        tree = (pool.submit if pool else _Done)(kd_blocks, units, np.flatnonzero(usable), leaf_rows)
+        problems = list(
+            mapped(lambda p: _problem(Xt, Wts[p], moments[p], axes[p], ranks, step), live)
+        )
+        leaves = tree.result()
+        batches = _batches(leaves, max(leaf_rows, min(BATCH_ROWS, budget_rows)))
+        stats = [np.empty((n, len(ranks))) for _ in live]
+        missed = [np.flatnonzero(~usable) for _ in live]
+        lock = threading.Lock()
+        scratch = _Scratch()
 
-    def pilot(i: int) -> None:
-        p = live[i]
-        got = _whole_rows(p, pilots, True)
-        stats[i][pilots] = got
-        errors[i][:] = np.median(_pilot_errors(p, pilots, got).reshape(len(p.sides), -1, PILOTS), 2)
+        def run(leaf_ids: np.ndarray) -> None:
+            batch = _Batch.of([leaves[leaf] for leaf in leaf_ids], Xt)
+            pilots = batch.rows[np.linspace(0, batch.rows.size - 1, PILOTS).round().astype(int)]
+            for i, p in enumerate(problems):
+                got = _whole_rows(p, pilots, True)
+                stats[i][pilots] = got
+                errors = np.median(_pilot_errors(p, pilots, got), axis=1)
+                for (done, got, columns), lost in _batch(p, batch, errors, scratch):
+                    stats[i][np.ix_(done, columns)] = got
+                    if lost.size:
+                        with lock:
+                            missed[i] = np.concatenate([missed[i], lost])
 
-    def run(b: int) -> None:
-        batch = _Batch.of([leaves[leaf] for leaf in batches[b]], Xt)
-        for i, p in enumerate(live):
-            for (done, got, columns), lost in _batch(p, batch, errors[i][:, b], scratch):
-                stats[i][np.ix_(done, columns)] = got
-                if lost.size:
-                    with lock:
-                        missed[i] = np.concatenate([missed[i], lost])
-
-    if n_threads <= 1:
-        list(map(pilot, range(len(live))))
-        list(map(run, range(len(batches))))
-    else:
-        with ThreadPoolExecutor(n_threads) as pool:
-            list(pool.map(pilot, range(len(live))))
-            list(pool.map(run, range(len(batches))))
-    for i, p in enumerate(live):
+        list(mapped(run, batches))
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    for i, p in enumerate(problems):
         rows = np.unique(missed[i])
         if rows.size:
             stats[i][rows] = _whole_rows(p, rows)
+        out[live[i]] = stats[i]
     return out
+
+
+class _Done:
+    """``pool.submit`` without a pool: the call made at once, its value as ``result()``."""
+
+    def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
+        self.value = fn(*args)
+
+    def result(self) -> Any:
+        """The call's value."""
+        return self.value
 
 
 def _batches(leaves: list[np.ndarray], rows: int) -> list[np.ndarray]:
@@ -188,36 +202,48 @@ def _batches(leaves: list[np.ndarray], rows: int) -> list[np.ndarray]:
     return out
 
 
-def _pilots(leaves: list[np.ndarray], batch: np.ndarray) -> np.ndarray:
-    """``PILOTS`` rows spread over the batch's rows (k-d order), repeated if it has fewer."""
-    rows = np.concatenate([leaves[leaf] for leaf in batch])
-    return rows[np.linspace(0, rows.size - 1, PILOTS).round().astype(np.intp)]
+def _axes(
+    Xt: np.ndarray, Wt: np.ndarray, moments: tuple[np.ndarray, ...]
+) -> tuple[WhiteDraws, np.ndarray, tuple[np.ndarray, np.ndarray], np.ndarray] | None:
+    """(whitened draws, row axes ŷ, (σ, slack), rows the screen can bound); None without spread."""
+    draws = whiten_draws(Wt, moments[0], moments[1])
+    if draws is None:
+        return None
+    unit, sigma, slack = row_axes(Xt, draws)
+    return draws, unit, (sigma, slack), (sigma > 0) & np.isfinite(slack)
 
 
 def _problem(
-    Xt: np.ndarray, Wt: np.ndarray, moments: tuple[np.ndarray, ...], ranks: list[int], step: int
-) -> _Problem | None:
-    """The problem's whitened draws, guide, row axes and signed tails; None without spread."""
+    Xt: np.ndarray,
+    Wt: np.ndarray,
+    moments: tuple[np.ndarray, ...],
+    axes: tuple[WhiteDraws, np.ndarray, tuple[np.ndarray, np.ndarray], np.ndarray] | None,
+    ranks: list[int],
+    step: int,
+) -> _Problem:
+    """The problem's guide and signed tails (``ranks`` in the outer quarters) on its ``axes``.
+
+    A row whose guide is not finite gets the position −∞: its band is empty, and it goes through
+    the screen's limit τ alone (or whole).
+    """
+    assert axes is not None
+    draws, unit, (sigma, slack), _ = axes
     G = Wt.shape[1]
-    draws = whiten_draws(Wt, moments[0], moments[1])
     tails = dq._tails(ranks, G)
-    if draws is None or tails is None:
-        return None
+    assert tails is not None
     mu, sd, z_lo, z_hi = _guide(Xt, moments, tails, G)
-    unit, sigma, slack = row_axes(Xt, draws)
-    usable = (sigma > 0) & np.isfinite(slack) & np.isfinite(mu) & np.isfinite(sd)
     sides = []
     low = [i for i, r in enumerate(ranks) if r < tails[0]]
     high = [i for i, r in enumerate(ranks) if r >= tails[0]]
-    if low:
-        depths = [ranks[i] for i in low]
-        sides.append(_Side(1, mu, z_lo, depths, low))
-        usable &= np.isfinite(z_lo)
-    if high:
-        depths = [G - 1 - ranks[i] for i in reversed(high)]
-        sides.append(_Side(-1, -mu, -z_hi, depths, high[::-1]))
-        usable &= np.isfinite(z_hi)
-    return _Problem(Xt, Wt, draws, ranks, sd, unit, sigma, slack, usable, sides, step)
+    with np.errstate(invalid="ignore"):
+        if low:
+            z = np.where(np.isfinite(z_lo) & np.isfinite(mu) & np.isfinite(sd), z_lo, -np.inf)
+            sides.append(_Side(1, mu, z, [ranks[i] for i in low], low))
+        if high:
+            z = np.where(np.isfinite(z_hi) & np.isfinite(mu) & np.isfinite(sd), -z_hi, -np.inf)
+            depths = [G - 1 - ranks[i] for i in reversed(high)]
+            sides.append(_Side(-1, -mu, z, depths, high[::-1]))
+    return _Problem(Xt, Wt, draws, ranks, sd, unit, sigma, slack, sides, step)
 
 
 def _guide(
