@@ -52,10 +52,11 @@ def band_select(
     depths: list[int],
     side: int,
     scratch: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """(statistics (rows, len(depths)), done): each row's values at ``depths`` from its smallest
-    (side 1; from its largest, side −1), exact where ``done``: c = #{side·v ≤ side·near} ≤
-    min(depths) and #{side·v ≤ side·far} > max(depths).
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(statistics (rows, len(depths)), done, c, reached): each row's values at ``depths`` from
+    its smallest (side 1; from its largest, side −1), exact where ``done``: c = #{side·v ≤
+    side·near} ≤ min(depths) and reached = c + #band (#{side·v ≤ side·far} when near is not
+    beyond far) > max(depths).
 
     ``values`` holds the rows end to end (``starts``, ``widths``: multiples of 8, not 0); a row must hold
     every value of its own with side·v ≤ side·far (entries that are no value hold side·∞).
@@ -71,9 +72,10 @@ def band_select(
     np.greater(beyond_far, beyond_near, out=beyond_far)  # the band: beyond far, not near
     band, in_band = gather_rows(values, beyond_far, starts, np.inf)
     band.sort(axis=1)  # the band's values from the left, +∞ after them
-    done = (counted <= min(depths)) & (counted + in_band > max(depths))
+    reached = counted + in_band
+    done = (counted <= min(depths)) & (reached > max(depths))
     at = np.subtract.outer(np.asarray(depths), counted).T  # depth within the band
     if side == -1:  # from the band's largest value
         at = in_band[:, None] - 1 - at
     np.clip(at, 0, band.shape[1] - 1, out=at)
-    return np.take_along_axis(band, at, axis=1), done
+    return np.take_along_axis(band, at, axis=1), done, counted, reached

@@ -65,9 +65,6 @@ PILOTS = 3
 """Pilot rows per batch (first, middle, last): the median of their errors corrects the guide
 for the batch's rows."""
 
-PILOT_MARGIN = 0.3
-"""SDs beyond the guide's positions of the thresholds the pilot rows' selection starts from."""
-
 
 @dataclass(frozen=True)
 class _Side:
@@ -155,9 +152,7 @@ def screened_statistics(
             batch = _Batch.of([leaves[leaf] for leaf in leaf_ids], Xt)
             pilots = batch.rows[np.linspace(0, batch.rows.size - 1, PILOTS).round().astype(int)]
             for i, p in enumerate(problems):
-                got = _whole_rows(p, pilots, True)
-                stats[i][pilots] = got
-                errors = np.median(_pilot_errors(p, pilots, got), axis=1)
+                errors = _pilot_errors(p, pilots)
                 for (done, got, columns), lost in _batch(p, batch, errors, scratch):
                     stats[i][np.ix_(done, columns)] = got
                     if lost.size:
@@ -257,40 +252,31 @@ def _guide(
     return out
 
 
-def _pilot_errors(p: _Problem, pilots: np.ndarray, stats: np.ndarray) -> np.ndarray:
-    """(sides, pilots): the pilot rows' deepest statistic minus its guide position, in SDs (the
-    side's median where not finite, 0 if none is)."""
-    out = np.empty((len(p.sides), pilots.size))
-    for j, side in enumerate(p.sides):
-        deepest = side.sign * stats[:, side.columns[-1]]
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+def _pilot_errors(p: _Problem, pilots: np.ndarray) -> np.ndarray:
+    """(sides,): the median over the pilot rows of their deepest statistic minus its guide
+    position, in SDs (0 where none is finite), from a partition of all their values."""
+    G = p.Wt.shape[1]
+    at = [side.depths[-1] if side.sign == 1 else G - 1 - side.depths[-1] for side in p.sides]
+    F = np.partition(p.Xt[pilots] @ p.Wt, sorted(at), axis=1)
+    out = np.zeros(len(p.sides))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for j, side in enumerate(p.sides):
+            deepest = side.sign * F[:, at[j]]
             err = (deepest - side.mu[pilots]) / p.sd[pilots] - side.z[pilots]
-        ok = np.isfinite(err)
-        out[j] = np.where(ok, err, np.median(err[ok]) if ok.any() else 0.0)
+            if np.isfinite(err).any():
+                out[j] = np.median(err[np.isfinite(err)])
     return out
 
 
-def _whole_rows(p: _Problem, rows: np.ndarray, pilots: bool = False) -> np.ndarray:
+def _whole_rows(p: _Problem, rows: np.ndarray) -> np.ndarray:
     """Order statistics of the rows' every value (``draw_quantiles.order_statistics``), ``step``
-    rows at a time; ``pilots``: selection thresholds from the guide, ``PILOT_MARGIN`` SDs out."""
+    rows at a time."""
     out = np.empty((rows.size, len(p.ranks)))
     mask = np.empty((2, min(p.step, rows.size), p.Wt.shape[1]), dtype=bool)
     for start in range(0, rows.size, p.step):
         part = rows[start : start + p.step]
         F = products(p.Xt[part], p.Wt)
-        limits = None
-        if pilots and len(p.sides) == 2:
-            lo, hi = p.sides
-            sd = p.sd[part]
-            limits = (
-                lo.mu[part] + (lo.z[part] + PILOT_MARGIN) * sd,
-                -(hi.mu[part] + (hi.z[part] + PILOT_MARGIN) * sd),
-            )
-            if not (np.all(np.isfinite(limits[0])) and np.all(np.isfinite(limits[1]))):
-                limits = None
-        out[start : start + part.size] = dq.order_statistics(
-            F, p.ranks, mask[:, : part.size], limits
-        )
+        out[start : start + part.size] = dq.order_statistics(F, p.ranks, mask[:, : part.size])
     return out
 
 
@@ -398,14 +384,25 @@ def _leaves_side(
     if side.depths[-1] - side.depths[0] > BAND_SPAN:
         near[:] = -np.inf
     s = side.sign
-    got, ok = band_select(values, row_start, row_width, s * near, s * far, side.depths, s, flags)
-    if not ok.all():  # again, from every value up to τ
+    got, ok, counted, _ = band_select(
+        values, row_start, row_width, s * near, s * far, side.depths, s, flags
+    )
+    if not ok.all():
+        # again: below the band when it started too deep, else between it and τ (every value up
+        # to τ is there, none beyond it need be); then (−∞, τ]
         again = np.flatnonzero(~ok)
-        sub, sub_start, sub_width = _subset(values, row_start, row_width, again)
-        nowhere = np.full(again.size, -s * np.inf)
-        got[again], ok[again] = band_select(
-            sub, sub_start, sub_width, nowhere, s * tau[again], side.depths, s, flags
-        )
+        deep = counted[again] > side.depths[0]
+        lower = np.where(deep, mu[again] + (z[again] - 5 * BAND_HALF) * sd[again], far[again])
+        upper = np.where(deep, np.minimum(near[again], tau[again]), tau[again])
+        while again.size:
+            sub, sub_start, sub_width = _subset(values, row_start, row_width, again)
+            got[again], ok[again] = band_select(
+                sub, sub_start, sub_width, s * lower, s * upper, side.depths, s, flags
+            )[:2]
+            if np.isneginf(lower).all():
+                break
+            again = again[~ok[again]]
+            lower, upper = np.full(again.size, -np.inf), tau[again]
     return (rows[ok], got[ok], side.columns), rows[~ok]
 
 

@@ -39,11 +39,14 @@ def test_band_select_is_exact_where_it_says_so(side: int, ulps: int) -> None:
         near = np.nextafter(near, np.sign(ulps) * side * np.inf)
         far = np.nextafter(far, np.sign(ulps) * side * np.inf)
     scratch = np.empty(2 * flat.size, dtype=bool)
-    got, done = band_selection.band_select(flat, starts, widths, near, far, depths, side, scratch)
+    got, done, counted_, reached_ = band_selection.band_select(
+        flat, starts, widths, near, far, depths, side, scratch
+    )
     for i, r in enumerate(rows):
         counted = np.count_nonzero(side * r <= side * near[i])
         reached = np.count_nonzero(side * r <= side * far[i])
         assert done[i] == (counted <= min(depths) and reached > max(depths) < r.size)
+        assert counted_[i] == counted and reached_[i] == reached
         if done[i]:
             expected = side * np.sort(side * r)[depths]
             np.testing.assert_array_equal(got[i], expected)

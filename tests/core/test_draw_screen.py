@@ -217,3 +217,20 @@ def test_without_the_screen_every_value_is_computed(monkeypatch: pytest.MonkeyPa
     got = projection_quantiles(X, W, b, (0.025, 0.975), screen=False)
     np.testing.assert_array_equal(got, screened)
     np.testing.assert_array_equal(got, _reference(X, W, b, (0.025, 0.975)))
+
+
+@pytest.mark.parametrize("screen", [-1.0, -0.1, 0.0, 0.3])
+@pytest.mark.parametrize("half", [-0.1, 0.005, 0.045, 0.5])
+def test_any_margins_give_numpys_quantiles(
+    monkeypatch: pytest.MonkeyPatch, screen: float, half: float
+) -> None:
+    """The margins only move work between the band, the second bands and whole rows: with screen
+    limits inside the tails and bands narrow, wide or inverted, the numbers stay numpy's."""
+    monkeypatch.setattr(screened_quantiles, "SCREEN_MARGIN", screen)
+    monkeypatch.setattr(screened_quantiles, "BAND_HALF", half)
+    rng = np.random.default_rng(8)
+    W, b = rng.standard_t(4, size=(3, 2000)) * [[1.0], [3.0], [0.5]], rng.normal(size=2000)
+    X = rng.normal(size=(300, 3)) * 2
+    for qs in [(0.025, 0.975), (0.01, 0.05, 0.9)]:
+        got = projection_quantiles(X, W, b, qs, n_threads=2)
+        np.testing.assert_array_equal(got, _reference(X, W, b, qs))
