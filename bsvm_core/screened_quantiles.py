@@ -55,11 +55,14 @@ own cost and the GIL between them stay small, and enough items for the threads t
 SCREEN_MARGIN = 0.08
 """SDs by which a leaf's screen reaches past its rows' expected positions (pilot-corrected)."""
 
-BAND_HALF = 0.045
+BAND_HALF = 0.07
 """Half-width, in SDs, of the band of values sorted around a row's expected position."""
 
 BAND_SPAN = 8
 """Depths of one tail further apart than this are selected from the whole band (−∞, τ]."""
+
+PILOT_MARGIN = 0.3
+"""SDs past the guide's position up to which a pilot row's values are selected among."""
 
 PILOTS = 3
 """Pilot rows per batch (first, middle, last): the median of their errors corrects the guide
@@ -147,19 +150,19 @@ def screened_statistics(
         missed = [np.flatnonzero(~usable) for _ in live]
         lock = threading.Lock()
         scratch = _Scratch()
+        pilots = np.concatenate([_pilots([leaves[leaf] for leaf in b]) for b in batches])
+        errors = list(mapped(lambda p: _median_errors(_pilot_errors(p, pilots)), problems))
 
-        def run(leaf_ids: np.ndarray) -> None:
-            batch = _Batch.of([leaves[leaf] for leaf in leaf_ids], Xt)
-            pilots = batch.rows[np.linspace(0, batch.rows.size - 1, PILOTS).round().astype(int)]
+        def run(b: int) -> None:
+            batch = _Batch.of([leaves[leaf] for leaf in batches[b]], Xt)
             for i, p in enumerate(problems):
-                errors = _pilot_errors(p, pilots)
-                for (done, got, columns), lost in _batch(p, batch, errors, scratch):
+                for (done, got, columns), lost in _batch(p, batch, errors[i][:, b], scratch):
                     stats[i][np.ix_(done, columns)] = got
                     if lost.size:
                         with lock:
                             missed[i] = np.concatenate([missed[i], lost])
 
-        list(mapped(run, batches))
+        list(mapped(run, range(len(batches))))
     finally:
         if pool is not None:
             pool.shutdown()
@@ -169,6 +172,23 @@ def screened_statistics(
             stats[i][rows] = _whole_rows(p, rows)
         out[live[i]] = stats[i]
     return out
+
+
+def _pilots(leaves: list[np.ndarray]) -> np.ndarray:
+    """``PILOTS`` rows spread over the leaves' rows (first, middle, last in k-d order)."""
+    rows = np.concatenate(leaves)
+    return rows[np.linspace(0, rows.size - 1, PILOTS).round().astype(np.intp)]
+
+
+def _median_errors(errors: np.ndarray) -> np.ndarray:
+    """(sides, batches): the median of each batch's ``PILOTS`` finite pilot errors (0 if none)."""
+    grouped = errors.reshape(errors.shape[0], -1, PILOTS)
+    finite = np.isfinite(grouped)
+    ordered = np.sort(np.where(finite, grouped, np.inf), axis=2)
+    count = finite.sum(axis=2, keepdims=True)
+    low = np.take_along_axis(ordered, np.maximum(count - 1, 0) // 2, axis=2)
+    high = np.take_along_axis(ordered, np.minimum(count // 2, PILOTS - 1), axis=2)
+    return np.where(count > 0, (low + high) / 2, 0.0)[..., 0]
 
 
 class _Done:
@@ -253,18 +273,25 @@ def _guide(
 
 
 def _pilot_errors(p: _Problem, pilots: np.ndarray) -> np.ndarray:
-    """(sides,): the median over the pilot rows of their deepest statistic minus its guide
-    position, in SDs (0 where none is finite), from a partition of all their values."""
-    G = p.Wt.shape[1]
-    at = [side.depths[-1] if side.sign == 1 else G - 1 - side.depths[-1] for side in p.sides]
-    F = np.partition(p.Xt[pilots] @ p.Wt, sorted(at), axis=1)
-    out = np.zeros(len(p.sides))
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        for j, side in enumerate(p.sides):
-            deepest = side.sign * F[:, at[j]]
-            err = (deepest - side.mu[pilots]) / p.sd[pilots] - side.z[pilots]
-            if np.isfinite(err).any():
-                out[j] = np.median(err[np.isfinite(err)])
+    """(sides, pilots): each pilot row's deepest statistic minus its guide position, in SDs
+    (NaN where not finite): selected among the row's values up to ``PILOT_MARGIN`` SDs past the
+    guide (among all of them where too few lie there)."""
+    F = p.Xt[pilots] @ p.Wt
+    out = np.empty((len(p.sides), pilots.size))
+    for j, side in enumerate(p.sides):
+        values = side.sign * F
+        mu, sd, z, d = side.mu[pilots], p.sd[pilots], side.z[pilots], side.depths[-1]
+        with np.errstate(invalid="ignore", over="ignore"):
+            limit = mu + (z + PILOT_MARGIN) * sd
+        gap = np.nextafter(limit, np.inf)
+        deepest = np.partition(dq._pack(values, values <= limit[:, None], gap, d + 1), d, axis=1)[
+            :, d
+        ]
+        short = ~(deepest <= limit)
+        if short.any():
+            deepest[short] = np.partition(values[short], d, axis=1)[:, d]
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            out[j] = (deepest - mu) / sd - z
     return out
 
 
