@@ -55,6 +55,10 @@ own cost and the GIL between them stay small, and enough items for the threads t
 SCREEN_MARGIN = 0.08
 """SDs by which a leaf's screen reaches past its rows' expected positions (pilot-corrected)."""
 
+BYTES_PER_KEPT = 26
+"""Working memory per kept value: the float64 value, the two limits repeated to it (float64) and
+two comparison masks (1 + 1)."""
+
 BAND_HALF = 0.07
 """Half-width, in SDs, of the band of values sorted around a row's expected position."""
 
@@ -98,11 +102,13 @@ class _Problem:
 
 
 class _Scratch(threading.local):
-    """A thread's working memory: flat buffers for a batch's values and masks, grown as needed."""
+    """A thread's working memory: flat buffers for a batch's values and masks, grown as needed
+    up to ``limit`` values (or one leaf's)."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int) -> None:
         self.values = np.empty(0)
         self.flags = np.empty(0, dtype=bool)
+        self.limit = limit  # kept values a batch's side holds at most (a leaf's may exceed it)
 
     def reserve(self, size: int) -> tuple[np.ndarray, np.ndarray]:
         """(values, flags) of at least ``size`` and 2 · ``size`` entries."""
@@ -149,7 +155,8 @@ def screened_statistics(
         stats = [np.empty((n, len(ranks))) for _ in live]
         missed = [np.flatnonzero(~usable) for _ in live]
         lock = threading.Lock()
-        scratch = _Scratch()
+        limit = budget_rows * Wts[0].shape[1] * dq.BYTES_PER_VALUE // BYTES_PER_KEPT
+        scratch = _Scratch(int(limit))
         pilots = np.concatenate([_pilots([leaves[leaf] for leaf in b]) for b in batches])
         errors = list(mapped(lambda p: _median_errors(_pilot_errors(p, pilots)), problems))
 
@@ -324,13 +331,13 @@ class _Batch:
         rows = np.concatenate(leaves)
         return cls(rows, sizes, np.concatenate([[0], np.cumsum(sizes)[:-1]]), Xt[rows])
 
-    def subset(self, leaves: np.ndarray) -> _Batch:
-        """The batch of the leaves ``leaves`` (indices into this one's)."""
+    def subset(self, leaves: np.ndarray) -> tuple[_Batch, np.ndarray]:
+        """The batch of the leaves ``leaves`` (indices into this one's, ascending), and which of
+        this one's rows it holds."""
         at = np.repeat(np.isin(np.arange(self.sizes.size), leaves), self.sizes)
         sizes = self.sizes[leaves]
-        return _Batch(
-            self.rows[at], sizes, np.concatenate([[0], np.cumsum(sizes)[:-1]]), self.Xt[at]
-        )
+        firsts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        return _Batch(self.rows[at], sizes, firsts, self.Xt[at]), at
 
 
 def _batch(
@@ -388,12 +395,19 @@ def _leaves_side(
         if not fine.any():
             return nothing, lost
         kept = np.flatnonzero(fine)
-        at = np.repeat(fine, sizes)
-        done, more = _leaves_side(
-            p, side, batch.subset(kept), z[at], Z[kept], box[kept], parent, scratch
-        )
+        part, at = batch.subset(kept)
+        done, more = _leaves_side(p, side, part, z[at], Z[kept], box[kept], parent, scratch)
         return done, np.concatenate([lost, more])
     width = counts + (-counts % COLUMN_MULTIPLE)
+    if sizes @ width > scratch.limit and sizes.size > 1:  # the leaves in halves, one at a time
+        got = []
+        for half in np.array_split(np.arange(sizes.size), 2):
+            part, at = batch.subset(half)
+            got.append(_leaves_side(p, side, part, z[at], Z[half], box[half], parent, scratch))
+        (rows_a, stats_a, _), lost_a = got[0]
+        (rows_b, stats_b, _), lost_b = got[1]
+        done = (np.concatenate([rows_a, rows_b]), np.concatenate([stats_a, stats_b]), side.columns)
+        return done, np.concatenate([lost_a, lost_b])
     columns = np.repeat(filler, width)
     starts = np.concatenate([[0], np.cumsum(width)[:-1]])
     flat = np.flatnonzero(keep)

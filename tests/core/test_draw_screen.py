@@ -234,3 +234,23 @@ def test_any_margins_give_numpys_quantiles(
     for qs in [(0.025, 0.975), (0.01, 0.05, 0.9)]:
         got = projection_quantiles(X, W, b, qs, n_threads=2)
         np.testing.assert_array_equal(got, _reference(X, W, b, qs))
+
+
+def test_a_batch_over_the_memory_budget_goes_in_halves(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kept values beyond the per-thread budget: a batch's leaves go in halves, down to one leaf
+    at a time; the numbers stay numpy's."""
+    leaves_per_call = []
+    real = screened_quantiles.leaf_products
+
+    def spy(Xt: np.ndarray, Wk: np.ndarray, sizes: np.ndarray, *args: object) -> np.ndarray:
+        leaves_per_call.append(sizes.size)
+        return real(Xt, Wk, sizes, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(screened_quantiles, "leaf_products", spy)
+    monkeypatch.setattr(screened_quantiles, "BYTES_PER_KEPT", 10**9)
+    rng = np.random.default_rng(9)
+    W, b = rng.normal(size=(3, 2000)), rng.normal(size=2000)
+    X = rng.normal(size=(400, 3)) * 2
+    got = projection_quantiles(X, W, b, (0.025, 0.975), n_threads=2)
+    np.testing.assert_array_equal(got, _reference(X, W, b, (0.025, 0.975)))
+    assert leaves_per_call and max(leaves_per_call) == 1
