@@ -5,20 +5,23 @@ The rows go into leaves of a k-d tree of their whitened axes (``draw_screen``; o
 problems, on the axes of every problem side by side). Each tail is handled as the lower tail of
 side · x̃'w̃_g (the upper tail mirrored: its comparisons reversed), so one procedure serves both:
 
-1. A pilot row per leaf gets its order statistics from all its values; its error against the
-   guide (exact moments and Cornish-Fisher positions, ``draw_quantiles.tail_guide``) is the
-   leaf's correction e: a row's statistic is expected at z = guide + e SDs from its mean.
-2. The screen keeps the draws whose bound over the leaf reaches Z = max z + ``SCREEN_MARGIN``;
-   every dropped value lies above τ = μ + σZ − slack (``tail_limit``), for the computed values too.
+1. A pilot row per batch of leaves (its middle row) gets its order statistics from all its values;
+   the median of its and its neighbours' errors against the guide (exact moments and
+   Cornish-Fisher positions, ``draw_quantiles.tail_guide``) is the batch's correction e: a row's
+   statistic is expected at z = guide + e SDs from its mean.
+2. The batch's bound, then each leaf's, keeps the draws that reach Z = max z + ``SCREEN_MARGIN``
+   over the leaf's rows; every dropped value lies above τ = μ + σZ − slack (``tail_limit``), for
+   the computed values too.
 3. Only the kept draws' values are computed: one gemm per leaf, with the same bits as the whole
-   matrix's (``draw_screen.products``: the kept columns padded to 16 with a dropped draw).
+   matrix's (``draw_screen.leaf_products``: the kept columns padded to 16 with a dropped draw).
 4. ``band_selection.band_select`` counts each row's values ≤ μ + (z − ``BAND_HALF``)·SD and sorts
-   the few up to min(μ + (z + ``BAND_HALF``)·SD, τ); the rows it misses go again with the band
-   (−∞, τ], and rows whose tail reaches past τ, or the screen cannot bound, go whole.
+   the few up to min(μ + (z + ``BAND_HALF``)·SD, τ); the rows it misses go again below the band
+   or up to τ, then with (−∞, τ]; rows whose tail reaches past τ, or the screen cannot bound, go
+   whole.
 
 A work item is a batch of leaves: both tails of every problem, each step one numpy call over all
-the batch's rows (a gemm per leaf), so the threads spend little time holding the GIL between
-calls, and they take batches from one queue (equal cost shares, whatever the problem).
+the batch's rows (a gemm per leaf); the threads take batches from one queue (equal cost shares,
+whatever the problem), and the problems' setups and the tree run in the same pool.
 """
 
 from __future__ import annotations
@@ -59,7 +62,7 @@ BYTES_PER_KEPT = 26
 """Working memory per kept value: the float64 value, the two limits repeated to it (float64) and
 two comparison masks (1 + 1)."""
 
-BAND_HALF = 0.07
+BAND_HALF = 0.06
 """Half-width, in SDs, of the band of values sorted around a row's expected position."""
 
 BAND_SPAN = 8
@@ -68,9 +71,9 @@ BAND_SPAN = 8
 PILOT_MARGIN = 0.3
 """SDs past the guide's position up to which a pilot row's values are selected among."""
 
-PILOTS = 3
-"""Pilot rows per batch (first, middle, last): the median of their errors corrects the guide
-for the batch's rows."""
+PILOT_WINDOW = 3
+"""A batch's correction is the median of the errors of this many pilots: its own (its middle row)
+and its neighbours' in k-d order."""
 
 
 @dataclass(frozen=True)
@@ -157,7 +160,7 @@ def screened_statistics(
         lock = threading.Lock()
         limit = budget_rows * Wts[0].shape[1] * dq.BYTES_PER_VALUE // BYTES_PER_KEPT
         scratch = _Scratch(int(limit))
-        pilots = np.concatenate([_pilots([leaves[leaf] for leaf in b]) for b in batches])
+        pilots = np.array([_pilot([leaves[leaf] for leaf in b]) for b in batches])
         errors = list(mapped(lambda p: _median_errors(_pilot_errors(p, pilots)), problems))
 
         def run(b: int) -> None:
@@ -181,20 +184,23 @@ def screened_statistics(
     return out
 
 
-def _pilots(leaves: list[np.ndarray]) -> np.ndarray:
-    """``PILOTS`` rows spread over the leaves' rows (first, middle, last in k-d order)."""
+def _pilot(leaves: list[np.ndarray]) -> int:
+    """The middle row of the leaves' rows (k-d order)."""
     rows = np.concatenate(leaves)
-    return rows[np.linspace(0, rows.size - 1, PILOTS).round().astype(np.intp)]
+    return int(rows[rows.size // 2])
 
 
 def _median_errors(errors: np.ndarray) -> np.ndarray:
-    """(sides, batches): the median of each batch's ``PILOTS`` finite pilot errors (0 if none)."""
-    grouped = errors.reshape(errors.shape[0], -1, PILOTS)
+    """(sides, batches): for each batch, the median of the finite errors among the pilots of the
+    ``PILOT_WINDOW`` batches around it (0 if none is finite)."""
+    reach = PILOT_WINDOW // 2
+    padded = np.pad(errors, ((0, 0), (reach, reach)), mode="edge")
+    grouped = np.stack([padded[:, i : i + errors.shape[1]] for i in range(2 * reach + 1)], axis=2)
     finite = np.isfinite(grouped)
     ordered = np.sort(np.where(finite, grouped, np.inf), axis=2)
     count = finite.sum(axis=2, keepdims=True)
     low = np.take_along_axis(ordered, np.maximum(count - 1, 0) // 2, axis=2)
-    high = np.take_along_axis(ordered, np.minimum(count // 2, PILOTS - 1), axis=2)
+    high = np.take_along_axis(ordered, np.minimum(count // 2, grouped.shape[2] - 1), axis=2)
     return np.where(count > 0, (low + high) / 2, 0.0)[..., 0]
 
 
