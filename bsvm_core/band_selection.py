@@ -52,22 +52,35 @@ def band_select(
     depths: list[int],
     side: int,
     scratch: np.ndarray,
+    blocks: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(statistics (rows, len(depths)), done, c, reached): each row's values at ``depths`` from
     its smallest (side 1; from its largest, side −1), exact where ``done``: c = #{side·v ≤
     side·near} ≤ min(depths) and reached = c + #band (#{side·v ≤ side·far} when near is not
     beyond far) > max(depths).
 
-    ``values`` holds the rows end to end (``starts``, ``widths``: multiples of 8, not 0); a row must hold
-    every value of its own with side·v ≤ side·far (entries that are no value hold side·∞).
-    ``scratch`` is a boolean array of at least 2 · values.size entries.
+    ``values`` holds the rows end to end (``starts``, ``widths``: multiples of 8, not 0); a row
+    must hold every value of its own with side·v ≤ side·far (entries that are no value hold
+    side·∞). ``scratch`` is a boolean array of at least 2 · values.size entries. ``blocks``
+    (rows, width) of consecutive rows of one width each, when known, lets each block compare
+    against its rows' limits in place (no limit repeated to every value).
     """
     size = values.size
     beyond_far = scratch[:size]
     beyond_near = scratch[size : 2 * size]
     compare = np.less_equal if side == 1 else np.greater_equal
-    compare(values, np.repeat(far, widths), out=beyond_far)
-    compare(values, np.repeat(near, widths), out=beyond_near)
+    if blocks is None:
+        compare(values, np.repeat(far, widths), out=beyond_far)
+        compare(values, np.repeat(near, widths), out=beyond_near)
+    else:
+        at, row = 0, 0
+        for rows, width in zip(*(b.tolist() for b in blocks), strict=True):
+            block = slice(at, at + rows * width)
+            shape = (rows, width)
+            V = values[block].reshape(shape)
+            compare(V, far[row : row + rows, None], out=beyond_far[block].reshape(shape))
+            compare(V, near[row : row + rows, None], out=beyond_near[block].reshape(shape))
+            at, row = at + rows * width, row + rows
     counted = row_counts(beyond_near, starts)
     np.greater(beyond_far, beyond_near, out=beyond_far)  # the band: beyond far, not near
     band, in_band = gather_rows(values, beyond_far, starts, np.inf)

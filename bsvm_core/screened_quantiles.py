@@ -432,7 +432,7 @@ def _leaves_side(
         near[:] = -np.inf
     s = side.sign
     got, ok, counted, _ = band_select(
-        values, row_start, row_width, s * near, s * far, side.depths, s, flags
+        values, row_start, row_width, s * near, s * far, side.depths, s, flags, (sizes, width)
     )
     if not ok.all():
         # again: below the band when it started too deep, else between it and τ (every value up
