@@ -69,3 +69,24 @@ def test_row_counts_and_sparse_nonzero_match_numpy() -> None:
             picked = flat[a : a + w][mask[a : a + w]]
             np.testing.assert_array_equal(packed[i, : picked.size], picked)
             assert np.all(packed[i, picked.size :] == np.inf)
+
+
+@pytest.mark.parametrize("side", [1, -1])
+def test_band_select_by_blocks_equals_by_rows(side: int) -> None:
+    """Blocks of rows of one width compare in place: the same statistics, counts and rows done
+    as with each row's limits repeated to its values."""
+    rng = np.random.default_rng(side + 5)
+    sizes, block_widths = np.array([3, 1, 7, 2]), np.array([16, 48, 8, 32])
+    widths = np.repeat(block_widths, sizes)
+    flat = np.round(rng.normal(size=int(widths.sum())) * 8) / 8
+    starts = np.concatenate([[0], np.cumsum(widths)[:-1]])
+    near = rng.normal(size=widths.size) - side * 1.0
+    far = near + side * rng.random(widths.size) * 2
+    scratch = np.empty(2 * flat.size, dtype=bool)
+    by_rows = band_selection.band_select(flat, starts, widths, near, far, [1, 2], side, scratch)
+    by_blocks = band_selection.band_select(
+        flat, starts, widths, near, far, [1, 2], side, scratch, (sizes, block_widths)
+    )
+    for a, b in zip(by_rows, by_blocks, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert by_rows[1].any()
