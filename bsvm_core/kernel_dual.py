@@ -118,14 +118,31 @@ in one process (C = 0.1, 1, 10): pairs of ~200 rows, make_classification(600, 6 
 ~100 rows (1000, 20 classes) 0.99-0.99-0.99 at 150, 1.12-1.27-1.06 at 100; digits, blobs 0.96-1.01."""
 
 LOCKSTEP_PROBE_FRACTION = 4
-"""Lockstep problems take n // this many steps before the active-set hand-over test: a lockstep
-step costs a few µs per problem, a third of a lone SMO step, so the probe runs longer."""
+"""Lockstep problems take n // this many steps (at least ``LOCKSTEP_PROBE_MIN_STEPS``) before the
+active-set hand-over test: a lockstep step costs a few µs per problem, a third of a lone SMO step,
+so the probe runs longer."""
+
+LOCKSTEP_PROBE_MIN_STEPS = 80
+"""Fewest probe steps of a lockstep problem that may hand over, and the hand-over asks only for
+two free points (:func:`_lockstep_ready`), not :func:`_mostly_free`: pairs of ~200 rows whose
+probe of n // 4 steps left more points at C than free (C = 1) went on by lockstep SMO to 170-260
+steps; after 80-100 steps all of them finish by active sets in 2-4 rounds. Fit time over n // 4
+with the test of one problem at a time, interleaved in one process (load 4-7), C = 1 / 10:
+make_classification(1000, 16, 10 classes) 0.74-0.79 / 0.90-0.93 (a floor of 100: 0.74 / 0.79-0.84,
+150: 0.83 / 0.88), (600, 20, 6 classes, flip_y=0.2) 0.62-0.67 / 0.93-0.96; digits' pairs (~360
+rows: n // 4 is 87-91, above the floor) fit the same models, within the noise (0.94-0.98)."""
 
 
 def _mostly_free(alpha: np.ndarray, C: float) -> bool:
     """At least two α_t free (0 < α_t < C), and no fewer free than at C."""
     n_free = int(np.count_nonzero((alpha > 0.0) & (alpha < C)))
     return n_free >= max(2, int(np.count_nonzero(alpha >= C)))
+
+
+def _lockstep_ready(alpha: np.ndarray, C: float) -> bool:
+    """Whether a lockstep probe's α should seed the active sets: at least two α_t free (see
+    ``LOCKSTEP_PROBE_MIN_STEPS``; a failed hand-over costs its rounds, then SMO resumes)."""
+    return int(np.count_nonzero((alpha > 0.0) & (alpha < C))) >= 2
 
 
 def _hand_over(alpha: np.ndarray, X: np.ndarray, C: float) -> bool:
@@ -352,7 +369,8 @@ def solve_in_lockstep(
     cache_mb: float,
 ) -> list[SMOResult]:
     """Every (row mask, ±1 targets) problem's dual by lockstep SMO over one rbf matrix; as one at
-    a time, a probe (n // ``LOCKSTEP_PROBE_FRACTION`` steps) may hand over to active sets."""
+    a time, a probe (n // ``LOCKSTEP_PROBE_FRACTION`` steps, at least ``LOCKSTEP_PROBE_MIN_STEPS``)
+    may hand over to active sets."""
     with workspace() as empty:  # D: a buffer kept from the last fit (no fresh pages to touch)
         return _lockstep_fit(X, problems, C, tol, cache_mb, rbf_distance_matrix(X, gamma, empty))
 
@@ -369,7 +387,7 @@ def _lockstep_fit(
     rows = [np.flatnonzero(mask) for mask, _ in problems]
     jobs = [(r, y_pm) for r, (_, y_pm) in zip(rows, problems, strict=True)]
     probe_steps = [
-        max(1, r.size // LOCKSTEP_PROBE_FRACTION)
+        max(LOCKSTEP_PROBE_MIN_STEPS, r.size // LOCKSTEP_PROBE_FRACTION)
         if LOCKSTEP_ACTIVE_SET_MIN_ROWS <= r.size < ACTIVE_SET_MAX_ROWS
         else default_max_iter(r.size)
         for r in rows
@@ -385,7 +403,7 @@ def _lockstep_fit(
         if full_rank
         and not sol.converged
         and sol.n_iter >= probe_steps[p]
-        and _mostly_free(sol.alpha, C)
+        and _lockstep_ready(sol.alpha, C)
     ]
     by_active_set: dict[int, SMOResult] = {}
     if ready:

@@ -35,7 +35,7 @@ class _RowStore:
     """Each problem's kept kernel rows K(x_t, problem rows), float64, in one padded array."""
 
     def __init__(self, D: np.ndarray, cols: np.ndarray, limit: int, empty: Empty) -> None:
-        self.flat, self.n = D.reshape(-1), D.shape[0]
+        self.D = D
         self.cols, self.limit, self.empty = cols, limit, empty
         P, m = cols.shape
         self.S = empty((P, 0, m))
@@ -56,13 +56,16 @@ class _RowStore:
         stop = self.filled + counts
         self._grow(int(stop.max()))
         most = int(counts.max())
-        index = self.empty((most, self.cols.shape[1]), dtype=np.int64)
-        taken = self.empty((most, self.cols.shape[1]), dtype=self.flat.dtype)
+        # whole rows of D, then the problem's columns: two takes, half the time of one take
+        # through an index array built by np.add.outer (its int64 index costs more than the rows)
+        picked = self.empty((most, self.D.shape[1]), dtype=self.D.dtype)
+        taken = self.empty((most, self.cols.shape[1]), dtype=self.D.dtype)
         for p in np.flatnonzero(counts):  # straight into the problem's next rows: no scatter
             t = np.flatnonzero(need[p])
             r0, r1 = self.filled[p], stop[p]
-            np.add.outer(self.cols[p].take(t) * self.n, self.cols[p], out=index[: t.size])
-            np.take(self.flat, index[: t.size], out=taken[: t.size])
+            # mode "clip" (the rows are valid): "raise" buffers the output
+            np.take(self.D, self.cols[p].take(t), axis=0, out=picked[: t.size], mode="clip")
+            np.take(picked[: t.size], self.cols[p], axis=1, out=taken[: t.size], mode="clip")
             np.subtract(1.0, taken[: t.size], out=self.S[p, r0:r1])
             self.slot[p, t] = np.arange(r0, r1)
         self.filled = stop
