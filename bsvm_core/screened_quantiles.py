@@ -47,6 +47,9 @@ from .draw_screen import (
     whiten_draws,
 )
 
+CHUNK_ROWS = 32768
+"""Rows screened at once, at most: larger inputs go in chunks (bounded memory, no cliff)."""
+
 LEAF_ROWS = 32
 """Rows per leaf: smaller leaves have tighter bounds (fewer values computed), but more gemms and
 pilots."""
@@ -134,9 +137,21 @@ def screened_statistics(
     problem's W̃, (n, r) each; None for a problem whose draws have no spread to whiten.
 
     Leaves and batches hold at most ``budget_rows`` rows (all their values would fit the memory
-    budget), whole rows go ``step`` at a time; ``n_threads`` threads share the batches.
+    budget), whole rows go ``step`` at a time; ``n_threads`` threads share the batches. More
+    than ``CHUNK_ROWS`` rows go in equal chunks, one after another (the per-row quantities of
+    every problem, ~1 kB a row, are held for one chunk at a time).
     """
     n = X.shape[0]
+    if n > CHUNK_ROWS:
+        chunks = np.array_split(np.arange(n), -(-n // CHUNK_ROWS))
+        parts = [
+            screened_statistics(X[c], Wts, moments, ranks, step, budget_rows, n_threads)
+            for c in chunks
+        ]
+        return [
+            None if parts[0][p] is None else np.vstack([q[p] for q in parts])
+            for p in range(len(Wts))
+        ]  # type: ignore[misc]
     Xt = np.column_stack([np.ones(n), X])
     pool = ThreadPoolExecutor(n_threads) if n_threads > 1 else None
     mapped = map if pool is None else pool.map

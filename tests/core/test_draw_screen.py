@@ -254,3 +254,17 @@ def test_a_batch_over_the_memory_budget_goes_in_halves(monkeypatch: pytest.Monke
     got = projection_quantiles(X, W, b, (0.025, 0.975), n_threads=2)
     np.testing.assert_array_equal(got, _reference(X, W, b, (0.025, 0.975)))
     assert leaves_per_call and max(leaves_per_call) == 1
+
+
+def test_rows_beyond_a_chunk_go_in_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """More rows than ``CHUNK_ROWS``: equal chunks one after another, the same numbers; a problem
+    without spread still goes unscreened."""
+    monkeypatch.setattr(screened_quantiles, "CHUNK_ROWS", 100)
+    rng = np.random.default_rng(10)
+    W, b = rng.normal(size=(3, 2000)), rng.normal(size=2000)
+    X = rng.normal(size=(350, 3)) * 2
+    got = projection_quantiles(X, W, b, (0.025, 0.975), n_threads=2)
+    np.testing.assert_array_equal(got, _reference(X, W, b, (0.025, 0.975)))
+    flat, level = np.full((3, 2000), 0.5), np.full(2000, 0.25)
+    got = projection_quantiles(X, flat, level, (0.025, 0.975))
+    np.testing.assert_array_equal(got, _reference(X, flat, level, (0.025, 0.975)))
