@@ -380,7 +380,8 @@ def _batch(
         z = side.z[batch.rows] + errors[j]
         Z = np.maximum.reduceat(z, batch.firsts) + SCREEN_MARGIN
         box = np.hstack([side.sign * centre, -half])
-        out.append(_leaves_side(p, side, batch, z, Z, box, parent[j], scratch))
+        bound = parent[0 if side.sign == 1 else 1]
+        out.append(_leaves_side(p, side, batch, z, Z, box, bound, scratch))
     return out
 
 

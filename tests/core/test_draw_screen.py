@@ -268,3 +268,15 @@ def test_rows_beyond_a_chunk_go_in_chunks(monkeypatch: pytest.MonkeyPatch) -> No
     flat, level = np.full((3, 2000), 0.5), np.full(2000, 0.25)
     got = projection_quantiles(X, flat, level, (0.025, 0.975))
     np.testing.assert_array_equal(got, _reference(X, flat, level, (0.025, 0.975)))
+
+
+@pytest.mark.parametrize("qs", [(0.9,), (0.8, 0.95), (0.76, 0.999), (0.1,), (0.001, 0.02, 0.98)])
+def test_one_tail_and_wide_spans_give_numpys_quantiles(qs: tuple[float, ...]) -> None:
+    """Quantiles in the upper tail alone (its screen is the batch's upper bound, whatever the
+    side's place in the list), the lower alone, and depths far apart in one tail."""
+    rng = np.random.default_rng(11)
+    W, b = rng.normal(size=(4, 2000)), rng.normal(size=2000)
+    X = rng.normal(size=(300, 4))
+    for threads in (1, 2):
+        got = projection_quantiles(X, W, b, qs, n_threads=threads)
+        np.testing.assert_array_equal(got, _reference(X, W, b, qs))
