@@ -115,13 +115,10 @@ def test_the_screen_leaves_most_values_uncomputed(monkeypatch: pytest.MonkeyPatc
     assert computed and sum(computed) < 0.4 * X.shape[0] * G
 
 
-@pytest.mark.parametrize("threads", [1, 2])
-def test_rows_the_screened_limits_miss_go_whole(
-    monkeypatch: pytest.MonkeyPatch, threads: int
-) -> None:
-    """Screen margins far too small: limits inside the tails, rows missed, redone from all draws
-    (the pilot rows, which always are, not counted)."""
-    whole = []
+def whole_rows_spy(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of the row sets that go whole from all draws (the pilot rows, which always do,
+    not counted), appended as ``_whole_rows`` is called."""
+    whole: list[int] = []
     real = screened_quantiles._whole_rows
 
     def spy(problem: object, rows: np.ndarray, *pilots: bool) -> np.ndarray:
@@ -130,6 +127,16 @@ def test_rows_the_screened_limits_miss_go_whole(
         return real(problem, rows, *pilots)  # type: ignore[arg-type]
 
     monkeypatch.setattr(screened_quantiles, "_whole_rows", spy)
+    return whole
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_rows_the_screened_limits_miss_go_whole(
+    monkeypatch: pytest.MonkeyPatch, threads: int
+) -> None:
+    """Screen margins far too small: limits inside the tails, rows missed, redone from all draws
+    (the pilot rows, which always are, not counted)."""
+    whole = whole_rows_spy(monkeypatch)
     monkeypatch.setattr(screened_quantiles, "SCREEN_MARGIN", -1.0)
     rng = np.random.default_rng(3)
     W, b = _dyadic(rng.standard_t(3, size=(3, 3000)) * 8), _dyadic(rng.normal(size=3000) * 8)
@@ -145,15 +152,7 @@ def test_rows_the_band_misses_are_selected_again_up_to_the_screen_limit(
 ) -> None:
     """Bands empty (or a sliver): every row, or most, selected again from (−∞, τ]; exact, and only
     the few rows the screen itself misses go whole."""
-    whole = []
-    real = screened_quantiles._whole_rows
-
-    def spy(problem: object, rows: np.ndarray, *pilots: bool) -> np.ndarray:
-        if not any(pilots):
-            whole.append(rows.size)
-        return real(problem, rows, *pilots)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(screened_quantiles, "_whole_rows", spy)
+    whole = whole_rows_spy(monkeypatch)
     monkeypatch.setattr(screened_quantiles, "BAND_HALF", half)
     rng = np.random.default_rng(7)
     W, b = rng.normal(size=(3, 3000)) * [[1.0], [3.0], [0.5]], rng.normal(size=3000)
