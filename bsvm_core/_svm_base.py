@@ -112,7 +112,8 @@ class SVMClassifierBase(ClassifierMixin, BaseEstimator):
         """Fit the classifier on X (n_samples, n_features) and labels y of any type; return self.
 
         The binary problems, and the Platt folds of each, are independent fits: they go through
-        ``joblib.Parallel(n_jobs=self.n_jobs)``, with the same seeds whatever ``n_jobs`` is.
+        ``joblib.Parallel(n_jobs=self.n_jobs)`` (a lone one runs in this process), with the same
+        seeds whatever ``n_jobs`` is.
         """
         X, y = check_fit_data(self, X, y)
         check_squares_finite(X)
@@ -142,7 +143,10 @@ class SVMClassifierBase(ClassifierMixin, BaseEstimator):
                     yield delayed(self._held_out_decision)(Xp, y_pm, test, fold_seed)
 
         n_jobs = getattr(self, "n_jobs", None)
-        if _sequential(n_jobs):  # what joblib would do, without its set-up (~0.25 ms a fit)
+        n_tasks = (len(problems) if joint is None else 0) + sum(len(f) for f in folds)
+        # in process: what joblib would do (without its set-up, ~0.25 ms a fit), and a lone task
+        # (a binary fit, or every problem solved jointly) gains nothing from workers
+        if n_tasks <= 1 or _sequential(n_jobs):
             results = iter([fn(*args, **kwargs) for fn, args, kwargs in jobs()])
         else:
             results = iter(Parallel(n_jobs=n_jobs)(jobs()))

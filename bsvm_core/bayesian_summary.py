@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .draw_quantiles import DEFAULT_MAX_BYTES, projection_quantiles
+from .draw_quantiles import DEFAULT_MAX_BYTES, stacked_projection_quantiles
 from .exceptions import BsvmValueError
 
 
@@ -27,18 +27,23 @@ def decision_draws(
     """Equal-tailed interval of f = x'β + b over all chains × draws; (n,) or (n, n_classes) each.
 
     The quantiles are numpy's linear rule over the draws of f (``draw_quantiles``), computed in
-    blocks of rows that hold at most ``max_bytes``.
+    blocks of rows that hold at most ``max_bytes``; the problems (one per class in one-vs-rest)
+    share the threads.
     """
     lo_q, hi_q = _check_level(level)
     binary = coef_draws.ndim == 3
     coef = coef_draws.reshape(-1, 1 if binary else coef_draws.shape[2], coef_draws.shape[-1])
     b0 = intercept_draws.reshape(coef.shape[0], coef.shape[1])
-    lower = np.empty((X.shape[0], coef.shape[1]))
-    upper = np.empty_like(lower)
-    for p in range(coef.shape[1]):
-        lower[:, p], upper[:, p] = projection_quantiles(
-            X, coef[:, p, :].T, b0[:, p], (lo_q, hi_q), max_bytes, n_threads
-        )
+    problems = range(coef.shape[1])
+    bounds = stacked_projection_quantiles(
+        X,
+        [coef[:, p, :].T for p in problems],
+        [b0[:, p] for p in problems],
+        (lo_q, hi_q),
+        max_bytes,
+        n_threads,
+    )
+    lower, upper = bounds[:, 0].T, bounds[:, 1].T
     return (lower.ravel(), upper.ravel()) if binary else (lower, upper)
 
 

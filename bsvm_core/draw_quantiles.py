@@ -314,30 +314,69 @@ def projection_quantiles(
     threads share the rows (numpy releases the GIL in the heavy steps). ``screen=False`` computes
     every value (the path before ``screened_quantiles``; the bench compares the two).
     """
-    n, G = X.shape[0], W.shape[1]
-    Wt = np.vstack([intercept[None, :], W])
+    return stacked_projection_quantiles(
+        X, [W], [intercept], quantiles, max_bytes, n_threads, screen
+    )[0]
+
+
+def stacked_projection_quantiles(
+    X: np.ndarray,
+    Ws: list[np.ndarray],
+    intercepts: list[np.ndarray],
+    quantiles: tuple[float, ...],
+    max_bytes: int | float = DEFAULT_MAX_BYTES,
+    n_threads: int = 1,
+    screen: bool = True,
+) -> np.ndarray:
+    """``projection_quantiles`` for several problems (W, b) on the same rows: (problems,
+    len(quantiles), n). The screened problems share one pool of threads and one queue of work."""
+    n, G = X.shape[0], Ws[0].shape[1] if Ws else 0
+    Wts = [np.vstack([b[None, :], W]) for W, b in zip(Ws, intercepts, strict=True)]
     positions = [linear_positions(G, q) for q in quantiles]
     ranks = sorted({r for below, above, _ in positions for r in (below, above)})
     where = {r: i for i, r in enumerate(ranks)}
-    result = np.empty((len(quantiles), n))
+    result = np.empty((len(Wts), len(quantiles), n))
     n_threads = max(1, min(int(n_threads), n))
     step = block_rows(G, max_bytes / n_threads)
-
-    tails = _tails(ranks, G)
-    n_low = 0 if tails is None else sum(r < tails[0] for r in ranks)
-    moments = draw_moments(Wt)
+    moments = [draw_moments(Wt) for Wt in Wts]
     if n == 0:
         return result
-    if tails is not None and screen:
-        from .screened_quantiles import screened_statistics  # it builds on this module
+    stats: list[np.ndarray | None] = [None] * len(Wts)
+    # the products are thin ((rows, d + 1) × (d + 1, G)): BLAS's own threads only contend (one
+    # thread of ours with OpenBLAS's two took 10× the CPU on a loaded machine); the threads, if
+    # any, are the parallelism, each one's products on its own core
+    with single_blas_thread():
+        if _tails(ranks, G) is not None and screen:
+            from .screened_quantiles import screened_statistics  # it builds on this module
 
-        with single_blas_thread():
             budget_rows = int(max(1, max_bytes / n_threads // (G * BYTES_PER_VALUE)))
-            stats = screened_statistics(X, Wt, moments, ranks, step, budget_rows, n_threads)
-        if stats is not None:
+            stats = screened_statistics(X, Wts, moments, ranks, step, budget_rows, n_threads)
+        for p, Wt in enumerate(Wts):
+            got = stats[p]
+            if got is None:
+                _blocked_quantiles(X, Wt, moments[p], positions, ranks, step, n_threads, result[p])
+                continue
             for i, (below, above, gamma) in enumerate(positions):
-                result[i] = lerp(stats[:, where[below]], stats[:, where[above]], gamma)
-            return result
+                result[p, i] = lerp(got[:, where[below]], got[:, where[above]], gamma)
+    return result
+
+
+def _blocked_quantiles(
+    X: np.ndarray,
+    Wt: np.ndarray,
+    moments: tuple[np.ndarray, ...],
+    positions: list[tuple[int, int, float]],
+    ranks: list[int],
+    step: int,
+    n_threads: int,
+    result: np.ndarray,
+) -> None:
+    """The quantiles from every value, into ``result`` (len(positions), n): rows by blocks of
+    ``step``, grouped by their axis, ``n_threads`` threads."""
+    n, G = X.shape[0], Wt.shape[1]
+    where = {r: i for i, r in enumerate(ranks)}
+    tails = _tails(ranks, G)
+    n_low = 0 if tails is None else sum(r < tails[0] for r in ranks)
     n_groups = 1 if tails is None else n_groups_for(n, step)  # whole-row partition: no runs
     if n_groups > 1:
         centres, labels = group_rows(X, moments[1], n_groups)
@@ -374,16 +413,11 @@ def projection_quantiles(
                         stats[:, where[below]], stats[:, where[above]], gamma
                     )
 
-    # the products are thin ((rows, d + 1) × (d + 1, G)): BLAS's own threads only contend (one
-    # thread of ours with OpenBLAS's two took 10× the CPU on a loaded machine); the threads, if
-    # any, are the parallelism, each one's products on its own core
-    with single_blas_thread():
-        if n_threads == 1:
-            run(segments[0])
-        else:
-            with ThreadPoolExecutor(n_threads) as pool:
-                list(pool.map(run, segments))
-    return result
+    if n_threads == 1:
+        run(segments[0])
+    else:
+        with ThreadPoolExecutor(n_threads) as pool:
+            list(pool.map(run, segments))
 
 
 def _segments(labels: np.ndarray, step: int, n_threads: int) -> list[list[tuple[int, np.ndarray]]]:

@@ -30,7 +30,7 @@ RIDGE = 1e-9
 """Ridge added to the covariance's diagonal, relative to its mean variance, before Cholesky."""
 
 COLUMN_MULTIPLE = 16
-"""The gathered draws are padded to a multiple of this many columns (see ``products``)."""
+"""The kept draws are padded to a multiple of this many columns (see ``leaf_products``)."""
 
 
 @dataclass(frozen=True)
@@ -121,23 +121,29 @@ def products(Xt: np.ndarray, Wt: np.ndarray) -> np.ndarray:
     return np.matmul(Xt, Wt)
 
 
-def gathered_products(
-    Xt: np.ndarray, Wt: np.ndarray, columns: np.ndarray, buffer: np.ndarray, fill: float
+def leaf_products(
+    Xt: np.ndarray,
+    Wk: np.ndarray,
+    sizes: np.ndarray,
+    widths: np.ndarray,
+    out: np.ndarray,
 ) -> np.ndarray:
-    """x̃'w̃_g for the rows Xt and the draws ``columns``, in ``buffer``: (m, width), the columns
-    past ``columns.size`` set to ``fill``.
+    """x̃'w̃_g for leaves of rows against their own draws, end to end in ``out``: leaf i is rows
+    Xt[f_i : f_i + sizes[i]] (consecutive) against the columns Wk[:, c_i : c_i + widths[i]], its
+    values out[o_i : o_i + sizes[i] · widths[i]] row by row; returns that part of ``out``.
 
     OpenBLAS computes an entry of a gemm the same way wherever it sits except in a ragged last
-    panel of columns (and in gemv, for one row): the draws are padded to a multiple of
-    ``COLUMN_MULTIPLE`` and a lone row doubled, so the values equal those of the whole matrix's
+    panel of columns (and in gemv, for one row): with every width a multiple of
+    ``COLUMN_MULTIPLE`` and a lone row doubled, the values equal those of the whole matrix's
     product bit for bit on the machines measured.
     """
-    m, n = max(2, Xt.shape[0]), columns.size
-    width = n + (-n % COLUMN_MULTIPLE)
-    padded = np.concatenate([columns, np.zeros(width - n, dtype=columns.dtype)])
-    out = buffer[: m * width].reshape(m, width)
-    np.matmul(
-        Xt if Xt.shape[0] == m else np.concatenate([Xt, Xt]), np.take(Wt, padded, axis=1), out=out
-    )
-    out[:, n:] = fill
-    return out[: Xt.shape[0]]
+    row, col, at = 0, 0, 0
+    for size, width in zip(sizes.tolist(), widths.tolist(), strict=True):
+        block = out[at : at + size * width].reshape(size, width)
+        columns = Wk[:, col : col + width]
+        if size == 1:
+            block[:] = np.matmul(Xt[[row, row]], columns)[:1]
+        else:
+            np.matmul(Xt[row : row + size], columns, out=block)
+        row, col, at = row + size, col + width, at + block.size
+    return out[:at]

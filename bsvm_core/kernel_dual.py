@@ -118,14 +118,31 @@ in one process (C = 0.1, 1, 10): pairs of ~200 rows, make_classification(600, 6 
 ~100 rows (1000, 20 classes) 0.99-0.99-0.99 at 150, 1.12-1.27-1.06 at 100; digits, blobs 0.96-1.01."""
 
 LOCKSTEP_PROBE_FRACTION = 4
-"""Lockstep problems take n // this many steps before the active-set hand-over test: a lockstep
-step costs a few µs per problem, a third of a lone SMO step, so the probe runs longer."""
+"""Lockstep problems take n // this many steps (at least ``LOCKSTEP_PROBE_MIN_STEPS``) before the
+active-set hand-over test: a lockstep step costs a few µs per problem, a third of a lone SMO step,
+so the probe runs longer."""
+
+LOCKSTEP_PROBE_MIN_STEPS = 80
+"""Fewest probe steps of a lockstep problem that may hand over, and the hand-over asks only for
+two free points (:func:`_lockstep_ready`), not :func:`_mostly_free`: pairs of ~200 rows whose
+probe of n // 4 steps left more points at C than free (C = 1) went on by lockstep SMO to 170-260
+steps; after 80-100 steps all of them finish by active sets in 2-4 rounds. Fit time over n // 4
+with the test of one problem at a time, interleaved in one process (load 4-7), C = 1 / 10:
+make_classification(1000, 16, 10 classes) 0.74-0.79 / 0.90-0.93 (a floor of 100: 0.74 / 0.79-0.84,
+150: 0.83 / 0.88), (600, 20, 6 classes, flip_y=0.2) 0.62-0.67 / 0.93-0.96; digits' pairs (~360
+rows: n // 4 is 87-91, above the floor) fit the same models, within the noise (0.94-0.98)."""
 
 
 def _mostly_free(alpha: np.ndarray, C: float) -> bool:
     """At least two α_t free (0 < α_t < C), and no fewer free than at C."""
     n_free = int(np.count_nonzero((alpha > 0.0) & (alpha < C)))
     return n_free >= max(2, int(np.count_nonzero(alpha >= C)))
+
+
+def _lockstep_ready(alpha: np.ndarray, C: float) -> bool:
+    """Whether a lockstep probe's α should seed the active sets: at least two α_t free (see
+    ``LOCKSTEP_PROBE_MIN_STEPS``; a failed hand-over costs its rounds, then SMO resumes)."""
+    return int(np.count_nonzero((alpha > 0.0) & (alpha < C))) >= 2
 
 
 def _hand_over(alpha: np.ndarray, X: np.ndarray, C: float) -> bool:
@@ -181,10 +198,10 @@ def solve_dual(
 ) -> SMOResult:
     """One binary problem's dual: batched working sets (large problems), else active sets after
     an SMO probe, else one-pair SMO. ``kw`` are the kernel's gamma, degree and coef0."""
-    diag = kernel_diagonal(X, kernel, **kw)
     common = {"tol": tol, "max_iter": max_iter, "cache_mb": cache_mb}
     n = y_pm.size
     if n >= BATCHED_MIN_ROWS:
+        diag = kernel_diagonal(X, kernel, **kw)
         rbf64 = kernel == "rbf" and not float32_blocks(X, kernel, kw["gamma"])
         dtype = np.float64 if rbf64 else np.float32
         block = kernel_block_function(X, kernel, **kw, dtype=dtype)
@@ -196,7 +213,7 @@ def solve_dual(
             M = W[:, :n]
         elif dense_applies(n, kernel, cache_mb):
             M = dense_kernel_matrix(X, kernel, kw, empty)
-        return _solve_small(X, y_pm, C, kernel, kw, diag, common, empty, M, W)
+        return _solve_small(X, y_pm, C, kernel, kw, None, common, empty, M, W)
 
 
 def shared_matrix_applies(
@@ -233,8 +250,9 @@ def solve_on_shared_matrix(
         # one-vs-rest problems take the matrix itself: [D | D] when they solve on it
         W_all = None
         d = X.shape[1]
+        # a problem of all rows has n targets (no mask.all(): ~1.5 µs of Python each)
         if doubled_applies(n, d, kernel, C, max_iter, cache_mb) and any(
-            mask.all() for mask, _ in problems
+            y_pm.size == n for _, y_pm in problems
         ):
             W_all = dense_kernel_matrix(X, kernel, kw, outer, doubled=True)
             M_all = W_all[:, :n]
@@ -242,20 +260,20 @@ def solve_on_shared_matrix(
             M_all = dense_kernel_matrix(X, kernel, kw, outer)
         for mask, y_pm in problems:
             with workspace() as empty:  # a problem's buffers go back for the next one
-                rows = None if mask.all() else np.flatnonzero(mask)
+                rows = None if y_pm.size == n else mask.nonzero()[0]
                 Xp, M, W = X, M_all, W_all
                 if rows is not None:
                     r = rows.size
                     doubled = doubled_applies(r, d, kernel, C, max_iter, cache_mb)
                     W = empty((r, 2 * r)) if doubled else None
                     M = empty((r, r)) if W is None else W[:, :r]
-                    Xp, picked = X[rows], empty((r, n))
+                    # on [D | D] SMO reads only d of the problem's X: no copy of its rows
+                    Xp, picked = X if doubled else X[rows], empty((r, n))
                     # mode "clip" (the rows are valid): "raise" buffers the output, 2.7x slower
                     np.take(M_all, rows, axis=0, out=picked, mode="clip")
                     cols = rows if W is None else np.concatenate((rows, rows))  # [D | D] at once
                     np.take(picked, cols, axis=1, out=M if W is None else W, mode="clip")
-                diag = kernel_diagonal(Xp, kernel, **kw)
-                results.append(_solve_small(Xp, y_pm, C, kernel, kw, diag, common, empty, M, W))
+                results.append(_solve_small(Xp, y_pm, C, kernel, kw, None, common, empty, M, W))
     return results
 
 
@@ -265,7 +283,7 @@ def _solve_small(
     C: float,
     kernel: Any,
     kw: dict[str, Any],
-    diag: np.ndarray,
+    diag: np.ndarray | None,
     common: dict[str, Any],
     empty: Empty,
     M: np.ndarray | None,
@@ -274,9 +292,16 @@ def _solve_small(
     """:func:`solve_dual` below ``BATCHED_MIN_ROWS``: on the dense kernel matrix M
     (:func:`.kernel_matrices.dense_kernel_matrix`: D = 1 − K for rbf) or a row cache (M None),
     SMO, and the active sets after a probe; SMO by ``solvers.smo_distances`` when W = [D | D]
-    (M its left half) is given."""
+    (M its left half) is given (then only X's width is read). ``diag`` (k(x, x), None: made
+    here when a solver needs it) is not read on [D | D]."""
     tol, max_iter, cache_mb = common["tol"], common["max_iter"], common["cache_mb"]
     n = y_pm.size
+    if W is not None and not active_sets_apply(n, X.shape[1], C, max_iter, kernel):
+        res = _smo_doubled(W, y_pm, C, common, empty)  # no row cache or block to set up
+        res.n_kernel_rows = n  # each row computed once, in the matrix
+        return res
+    if diag is None and W is None:
+        diag = kernel_diagonal(X, kernel, **kw)
     cache: KernelRowCache | DenseKernelRows
     block: Callable[..., None] | None = None
     if M is not None:
@@ -288,11 +313,8 @@ def _solve_small(
 
     def smo(**kw_smo: Any) -> SMOResult:
         """SMO from ``start`` (or α = 0), stopping where ``stop_if`` says."""
-        if W is not None:  # rows of D^(-1/2) kept within what cache_mb leaves beside W
-            keep = int(max(cache_mb * 2**20 - W.nbytes, 0.0) // (8 * n))
-            return smo_solve_distances(
-                W, y_pm, C, tol, max_iter, max_inverse_rows=keep, empty=empty, newton=True, **kw_smo
-            )
+        if W is not None:
+            return _smo_doubled(W, y_pm, C, common, empty, **kw_smo)
         return smo_solve(None, diag, y_pm, C, **kw_smo, **smo_args)
 
     if active_sets_apply(n, X.shape[1], C, max_iter, kernel):
@@ -330,6 +352,30 @@ def _solve_small(
     return res
 
 
+def _smo_doubled(
+    W: np.ndarray,
+    y_pm: np.ndarray,
+    C: float,
+    common: dict[str, Any],
+    empty: Empty,
+    **kw_smo: Any,
+) -> SMOResult:
+    """SMO with face Newton steps on W = [D | D] (``solvers.smo_distances``), the rows of
+    D^(−1/2) kept within what ``cache_mb`` leaves beside W."""
+    keep = int(max(common["cache_mb"] * 2**20 - W.nbytes, 0.0) // (8 * y_pm.size))
+    return smo_solve_distances(
+        W,
+        y_pm,
+        C,
+        common["tol"],
+        common["max_iter"],
+        max_inverse_rows=keep,
+        empty=empty,
+        newton=True,
+        **kw_smo,
+    )
+
+
 def lockstep_applies(n: int, n_problems: int, kernel: Any, C: float, cache_mb: float) -> bool:
     """Whether one-vs-one problems over n rows go to :func:`solve_in_lockstep`: rbf, finite C, at
     least ``LOCKSTEP_MIN_PROBLEMS`` of them, at most ``LOCKSTEP_MAX_ROWS`` rows whose float32
@@ -352,7 +398,8 @@ def solve_in_lockstep(
     cache_mb: float,
 ) -> list[SMOResult]:
     """Every (row mask, ±1 targets) problem's dual by lockstep SMO over one rbf matrix; as one at
-    a time, a probe (n // ``LOCKSTEP_PROBE_FRACTION`` steps) may hand over to active sets."""
+    a time, a probe (n // ``LOCKSTEP_PROBE_FRACTION`` steps, at least ``LOCKSTEP_PROBE_MIN_STEPS``)
+    may hand over to active sets."""
     with workspace() as empty:  # D: a buffer kept from the last fit (no fresh pages to touch)
         return _lockstep_fit(X, problems, C, tol, cache_mb, rbf_distance_matrix(X, gamma, empty))
 
@@ -366,10 +413,10 @@ def _lockstep_fit(
     D: np.ndarray,
 ) -> list[SMOResult]:
     """:func:`solve_in_lockstep` over the distance matrix D."""
-    rows = [np.flatnonzero(mask) for mask, _ in problems]
+    rows = [mask.nonzero()[0] for mask, _ in problems]
     jobs = [(r, y_pm) for r, (_, y_pm) in zip(rows, problems, strict=True)]
     probe_steps = [
-        max(1, r.size // LOCKSTEP_PROBE_FRACTION)
+        max(LOCKSTEP_PROBE_MIN_STEPS, r.size // LOCKSTEP_PROBE_FRACTION)
         if LOCKSTEP_ACTIVE_SET_MIN_ROWS <= r.size < ACTIVE_SET_MAX_ROWS
         else default_max_iter(r.size)
         for r in rows
@@ -385,7 +432,7 @@ def _lockstep_fit(
         if full_rank
         and not sol.converged
         and sol.n_iter >= probe_steps[p]
-        and _mostly_free(sol.alpha, C)
+        and _lockstep_ready(sol.alpha, C)
     ]
     by_active_set: dict[int, SMOResult] = {}
     if ready:

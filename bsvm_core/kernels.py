@@ -16,12 +16,23 @@ KERNELS = ("linear", "poly", "rbf", "sigmoid")
 """Names of the built-in kernels."""
 
 
+def variance(X: np.ndarray) -> float:
+    """Var(X) over all entries, Σ(x − x̄)² / N: ``ndarray.var``'s own ufunc calls (the same float
+    to the bit), without its ~5 µs of Python."""
+    size = X.size
+    mean = np.add.reduce(X, axis=None, keepdims=True)
+    mean /= size
+    centred = np.subtract(X, mean)
+    np.multiply(centred, centred, out=centred)
+    return float(np.add.reduce(centred, axis=None)) / size
+
+
 def resolve_gamma(gamma: str | float, X: np.ndarray) -> float:
     """Return gamma: "scale" = 1 / (d Var(X)) and "auto" = 1 / d, as scikit-learn's SVC; or the float."""
     n_features = X.shape[1]
     if isinstance(gamma, str):
         if gamma == "scale":
-            var = float(X.var())
+            var = variance(X)
             return 1.0 / (n_features * var) if var > 0.0 else 1.0
         if gamma == "auto":
             return 1.0 / n_features

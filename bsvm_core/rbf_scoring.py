@@ -38,7 +38,8 @@ def rbf_support_factor(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(c, R): c the mean of the support vectors S and R = [S − c, 1, γ‖S − c‖²]ᵀ, (d + 2, m).
     ``empty`` makes R and the centred copy of S (a ``workspace.workspace``'s, say)."""
-    center = S.mean(axis=0) if S.shape[0] else np.zeros(S.shape[1])
+    # the mean as ``ndarray.mean`` makes it (sum, then divide), without its Python
+    center = np.add.reduce(S, axis=0) / S.shape[0] if S.shape[0] else np.zeros(S.shape[1])
     Sc = np.subtract(S, center, out=empty(S.shape))
     right = empty((S.shape[1] + 2, S.shape[0]))
     right[:-2] = Sc.T
@@ -98,4 +99,4 @@ def exp_float32(A: np.ndarray) -> np.ndarray:
 def decision_error_bound(W: np.ndarray) -> np.ndarray:
     """Per column of W (m, p): how far K₃₂ W may be from K₆₄ W, computed products included."""
     m = W.shape[0]
-    return (KERNEL_ERROR + 2.0 * m * 2.0**-53) * (1.0 + 1e-6) * np.abs(W).sum(axis=0)
+    return (KERNEL_ERROR + 2.0 * m * 2.0**-53) * (1.0 + 1e-6) * np.add.reduce(np.abs(W), axis=0)

@@ -62,12 +62,12 @@ def workspace() -> Iterator[Empty]:
     def empty(shape: int | tuple[int, ...], dtype: type = np.float64) -> np.ndarray:
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         nbytes = math.prod(shape) * np.dtype(dtype).itemsize
-        fits = [b for b in _kept.buffers if b.nbytes >= nbytes]
-        if fits:
-            buffer = min(fits, key=lambda b: b.nbytes)
-            _kept.buffers = [b for b in _kept.buffers if b is not buffer]
-        else:
-            buffer = np.empty(max(nbytes, 1), dtype=np.uint8)
+        kept, best, best_size = _kept.buffers, -1, math.inf
+        for k, b in enumerate(kept):  # the smallest that fits (the first of equals)
+            size = b.nbytes
+            if nbytes <= size < best_size:
+                best, best_size = k, size
+        buffer = kept.pop(best) if best >= 0 else np.empty(max(nbytes, 1), dtype=np.uint8)
         taken.append(buffer)
         return buffer[:nbytes].view(dtype).reshape(shape)
 

@@ -6,7 +6,7 @@ steps only converge α_F on that face, slowly where Q_FF is ill-conditioned (C =
 
     Q_FF d + λ y_F = −g_F,   y_Fᵀ d = 0        (g = ∇f = Qα − e at the current α)
 
-by one Cholesky factorisation of M = Q_FF + εI and the Schur complement: d = −M⁻¹(g_F + λ y_F),
+by one Cholesky factorisation of M = Q_FF + εI (LAPACK's ``dposv``) and the Schur complement: d = −M⁻¹(g_F + λ y_F),
 λ = −(y_Fᵀ M⁻¹ g_F) / (y_Fᵀ M⁻¹ y_F). The ridge ε (``RIDGE`` per free point) keeps M positive
 definite where the rbf Gram matrix of low-dimensional data is numerically singular or, computed from
 float32 kernel values, slightly indefinite; d then still minimises gᵀd + ½ dᵀMd, so gᵀd = −dᵀMd < 0,
@@ -22,9 +22,7 @@ Q_FF's constant part y_F y_Fᵀ adds nothing on the face, and the step moves F =
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg.lapack import dpotrf
-
-from .active_set import solve_with_ones
+from scipy.linalg.lapack import dposv
 
 RIDGE = 1e-7
 """ε per free point added to Q_FF's diagonal: above the float32 kernel values' rounding (~6e-8 an
@@ -48,13 +46,15 @@ def face_newton_step(
     M = D_F.take(free, axis=1)
     np.subtract(1.0, M, out=M)  # K_FF
     M.ravel()[:: k + 1] = 1.0 + RIDGE * k  # K_ii = 1; M is contiguous, so a view
-    L, info = dpotrf(M, lower=1, clean=0, overwrite_a=1)
+    rhs = np.empty((k, 2), order="F")
+    rhs[:, 0] = F_F
+    rhs[:, 1] = 1.0
+    # dpotrf and dpotrs in one LAPACK call: one f2py wrapper (~3 µs) fewer, the same factor and
+    # solution to the bit (M.T, Fortran-ordered, would spare f2py's copy but not the bits)
+    _, uv, info = dposv(M, rhs, lower=1, overwrite_a=1, overwrite_b=1)
     if info != 0:
         return None
-    uv = solve_with_ones(L, F_F, lower=True)
-    if uv is None:
-        return None
-    sum_u, sum_v = uv.sum(axis=0).tolist()
+    sum_u, sum_v = np.add.reduce(uv, axis=0).tolist()  # ndarray.sum's ufunc, not its Python
     z = uv[:, 1] * (sum_u / sum_v)
     np.subtract(uv[:, 0], z, out=z)  # eᵀz = 0
     if not float(F_F @ z) > 0.0:  # gᵀd < 0
@@ -67,7 +67,8 @@ def face_newton_step(
     t = 1.0 if r_max <= 1.0 else 1.0 / r_max
     rises = d.item(worst) > 0.0
     new = d
-    new *= t
+    if t != 1.0:  # × 1 is exact: a call saved on unblocked steps
+        new *= t
     new += a_F
     blocked = -1
     if r_max >= 1.0:

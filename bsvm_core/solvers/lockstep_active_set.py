@@ -35,7 +35,7 @@ class _RowStore:
     """Each problem's kept kernel rows K(x_t, problem rows), float64, in one padded array."""
 
     def __init__(self, D: np.ndarray, cols: np.ndarray, limit: int, empty: Empty) -> None:
-        self.flat, self.n = D.reshape(-1), D.shape[0]
+        self.D = D
         self.cols, self.limit, self.empty = cols, limit, empty
         P, m = cols.shape
         self.S = empty((P, 0, m))
@@ -56,13 +56,16 @@ class _RowStore:
         stop = self.filled + counts
         self._grow(int(stop.max()))
         most = int(counts.max())
-        index = self.empty((most, self.cols.shape[1]), dtype=np.int64)
-        taken = self.empty((most, self.cols.shape[1]), dtype=self.flat.dtype)
-        for p in np.flatnonzero(counts):  # straight into the problem's next rows: no scatter
-            t = np.flatnonzero(need[p])
+        # whole rows of D, then the problem's columns: two takes, half the time of one take
+        # through an index array built by np.add.outer (its int64 index costs more than the rows)
+        picked = self.empty((most, self.D.shape[1]), dtype=self.D.dtype)
+        taken = self.empty((most, self.cols.shape[1]), dtype=self.D.dtype)
+        for p in counts.nonzero()[0]:  # straight into the problem's next rows: no scatter
+            t = need[p].nonzero()[0]
             r0, r1 = self.filled[p], stop[p]
-            np.add.outer(self.cols[p].take(t) * self.n, self.cols[p], out=index[: t.size])
-            np.take(self.flat, index[: t.size], out=taken[: t.size])
+            # mode "clip" (the rows are valid): "raise" buffers the output
+            np.take(self.D, self.cols[p].take(t), axis=0, out=picked[: t.size], mode="clip")
+            np.take(picked[: t.size], self.cols[p], axis=1, out=taken[: t.size], mode="clip")
             np.subtract(1.0, taken[: t.size], out=self.S[p, r0:r1])
             self.slot[p, t] = np.arange(r0, r1)
         self.filled = stop
@@ -136,9 +139,11 @@ def lockstep_active_sets(
     f_U = np.zeros((P, m))  # Σ_U C y K(x_u, ·), updated as points join and leave U
     b = np.zeros(P)
     for rounds in range(1, MAX_ROUNDS + 1):
-        over = store.ensure(np.isin(np.arange(P), act)[:, None] & (state > 0))
+        acting = np.zeros(P, dtype=bool)  # np.isin's sort and Python spared
+        acting[act] = True
+        over = store.ensure(acting[:, None] & (state > 0))
         if rounds == 1:  # f_U of the first sets (problems whose rows fit)
-            fits = np.flatnonzero(~over)
+            fits = (~over).nonzero()[0]
             _move_upper(store, fits, np.zeros_like(state[fits]), state[fits], y, C, f_U)
         st = state[act]
         in_U = st == 2
@@ -184,7 +189,7 @@ def _start_sets(state: np.ndarray, alpha: np.ndarray, y: np.ndarray, C: float) -
     state[alpha > 0.0] = 1
     state[alpha >= C] = 2
     if np.count_nonzero(state == 1) < 2:
-        for members in (np.flatnonzero(y > 0), np.flatnonzero(y < 0)):
+        for members in ((y > 0).nonzero()[0], (y < 0).nonzero()[0]):
             picks = np.linspace(0, members.size - 1, min(SEED_PER_CLASS, members.size))
             state[members[picks.astype(np.int64)]] = 1
 
@@ -233,9 +238,9 @@ def _move_upper(
     """f_U += C y K of the points that joined U less those that left it, for the problems
     ``act`` going from sets ``old`` to ``new`` (one row each)."""
     moved = (new == 2) != (old == 2)
-    for a in np.flatnonzero(moved.any(axis=1)):
+    for a in moved.any(axis=1).nonzero()[0]:
         p = act[a]
-        idx = np.flatnonzero(moved[a])
+        idx = moved[a].nonzero()[0]
         sign = np.where(new[a].take(idx) == 2, C, -C) * y[p].take(idx)
         f_U[p] += sign @ store.S[p].take(store.slot[p].take(idx), axis=0)
 
@@ -264,8 +269,8 @@ def _next_sets(
     entering = (violation > theta) & at_zero
     counts = entering.sum(axis=1)
     allowed = np.maximum(MIN_ENTERING, free.sum(axis=1))
-    for a in np.flatnonzero(counts > allowed):  # the most violating first
-        e = np.flatnonzero(entering[a])
+    for a in (counts > allowed).nonzero()[0]:  # the most violating first
+        e = entering[a].nonzero()[0]
         entering[a] = False
         entering[a, e[np.argpartition(-violation[a, e], allowed[a])[: allowed[a]]]] = True
     new[entering] = 1
@@ -287,9 +292,9 @@ def _limit_changes(
     halve = n_changed >= last_changes[act]
     budget[act[halve]] = np.maximum(1, budget[act[halve]] // 2)
     last_changes[act] = n_changed
-    for a in np.flatnonzero(n_changed > budget[act]):
+    for a in (n_changed > budget[act]).nonzero()[0]:
         keep_n = int(budget[act[a]])
-        c = np.flatnonzero(changed[a])
+        c = changed[a].nonzero()[0]
         keep = c[np.argpartition(-violation[a, c], keep_n)[:keep_n]]
         undo = np.setdiff1d(c, keep, assume_unique=True)
         new[a, undo] = state[a, undo]

@@ -129,7 +129,7 @@ def lockstep_smo(
             converged &= score.max(axis=1) < tol
         stop = converged | (step >= cap)
         if stop.any():
-            for k in np.flatnonzero(stop):
+            for k in stop.nonzero()[0]:
                 size = problems[ids[k]][0].size
                 results[ids[k]] = LockstepResult(
                     alpha=alpha[k, :size].copy(),

@@ -67,12 +67,16 @@ def hull_distance_bound(alpha: np.ndarray, F: np.ndarray, y: np.ndarray) -> floa
 
 
 def intercept_rule(alpha: np.ndarray, F: np.ndarray, y: np.ndarray, C: float) -> float:
-    """libsvm's rho: mean of y_t∇f_t over free α_t, else the midpoint of its feasible interval; b = −rho."""
-    yG = -F
+    """libsvm's rho: mean of y_t∇f_t over free α_t, else the midpoint of its feasible interval; b = −rho.
+
+    The mean as sum / count (what ``ndarray.mean`` computes, without its ~5 µs of Python), of F
+    (y∘∇f = −F: the sum's rounding is symmetric, so rho is the same to the bit)."""
     free = (alpha > 0.0) & (alpha < C)
-    if np.any(free):
-        rho = float(yG[free].mean())
+    n_free = int(np.count_nonzero(free))
+    if n_free:
+        rho = -float(np.add.reduce(F[free])) / n_free
     else:
+        yG = -F
         at_upper = alpha >= C
         pos = y > 0
         # at upper bound: y=-1 bounds rho from above, y=+1 from below; at zero the opposite

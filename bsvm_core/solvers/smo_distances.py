@@ -90,16 +90,20 @@ def smo_solve_distances(
         max_iter = default_max_iter(n)
     inf = np.inf
     pos = y > 0
-    if start is None or start.grad is None:
-        a0 = np.zeros(n)
-        F = y.copy()  # α = 0: F = −y∘∇f = y
-    else:
-        a0, F = start.alpha, start.grad.copy()
-    alpha = a0.tolist()
     G = np.empty(2 * n)  # [U | L]: one daxpy a row of W = [D | D] moves both
     U, L = G[:n], G[n:]
-    U[...] = np.where((pos & (a0 < C)) | (~pos & (a0 > 0.0)), F, -inf)  # F on I_up, −inf outside
-    L[...] = np.where((pos & (a0 > 0.0)) | (~pos & (a0 < C)), F, inf)  # F on I_low, +inf outside
+    if start is None or start.grad is None:
+        alpha = [0.0] * n
+        # α = 0: F = −y∘∇f = y, I_up the positive points, I_low the negative ones
+        np.copyto(U, y)
+        np.copyto(L, y)
+        U[~pos] = -inf
+        L[pos] = inf
+    else:
+        a0, F = start.alpha, start.grad
+        alpha = a0.tolist()
+        U[...] = np.where((pos & (a0 < C)) | (~pos & (a0 > 0.0)), F, -inf)  # F on I_up
+        L[...] = np.where((pos & (a0 > 0.0)) | (~pos & (a0 < C)), F, inf)  # F on I_low
     ys = y.tolist()
     keep_rows = n if max_inverse_rows is None else max_inverse_rows
     inverse: dict[int, np.ndarray] = {}
@@ -118,7 +122,7 @@ def smo_solve_distances(
     while n_iter < max_iter:
         if newton and streak >= NEWTON_STREAK and n_iter >= newton_at:  # before the selection
             streak = 0
-            free = np.flatnonzero(U >= L)  # in I_up and I_low: U_t = L_t = F_t − shift
+            free = (U >= L).nonzero()[0]  # in I_up and I_low: U_t = L_t = F_t − shift
             k = free.size
             wait = 1 + k**3 // NEWTON_FLOPS_PER_STEP
             step = None

@@ -144,14 +144,14 @@ def test_predict_interval_without_n_jobs_uses_the_cores(monkeypatch: pytest.Monk
     with pytest.warns(Warning):
         est.fit(X, (y == 2).astype(int))
     seen: list[int] = []
-    original = draw_quantiles.projection_quantiles
+    original = draw_quantiles.stacked_projection_quantiles
 
     def spy(*args: object) -> np.ndarray:
         seen.append(int(args[-1]))  # type: ignore[call-overload]
         return original(*args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(draw_quantiles.os, "cpu_count", lambda: 16)
-    monkeypatch.setattr("bsvm_core.bayesian_summary.projection_quantiles", spy)
+    monkeypatch.setattr("bsvm_core.bayesian_summary.stacked_projection_quantiles", spy)
     default = est.predict_interval(X)
     est.n_jobs = 1
     for got, expected in zip(est.predict_interval(X), default, strict=True):

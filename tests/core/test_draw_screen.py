@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bsvm_core import draw_quantiles, draw_screen, screened_quantiles
+from bsvm_core import draw_screen, screened_quantiles
 from bsvm_core.draw_quantiles import draw_moments, projection_quantiles
 
 
@@ -97,14 +97,14 @@ def test_cancelling_rows_and_ties_give_numpys_quantiles() -> None:
 def test_the_screen_leaves_most_values_uncomputed(monkeypatch: pytest.MonkeyPatch) -> None:
     """The point of the screen: far fewer values computed than rows × draws, same numbers."""
     computed = []
-    real = screened_quantiles.gathered_products
+    real = screened_quantiles.leaf_products
 
     def spy(Xt: np.ndarray, *args: object) -> np.ndarray:
         out = real(Xt, *args)  # type: ignore[arg-type]
         computed.append(out.size)
         return out
 
-    monkeypatch.setattr(screened_quantiles, "gathered_products", spy)
+    monkeypatch.setattr(screened_quantiles, "leaf_products", spy)
     rng = np.random.default_rng(2)
     G = 4000
     W = _dyadic(rng.normal(size=(3, G)) * 8)
@@ -115,26 +115,51 @@ def test_the_screen_leaves_most_values_uncomputed(monkeypatch: pytest.MonkeyPatc
     assert computed and sum(computed) < 0.4 * X.shape[0] * G
 
 
+def whole_rows_spy(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of the row sets that go whole from all draws (the pilot rows, which always do,
+    not counted), appended as ``_whole_rows`` is called."""
+    whole: list[int] = []
+    real = screened_quantiles._whole_rows
+
+    def spy(problem: object, rows: np.ndarray, *pilots: bool) -> np.ndarray:
+        if not any(pilots):
+            whole.append(rows.size)
+        return real(problem, rows, *pilots)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(screened_quantiles, "_whole_rows", spy)
+    return whole
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_rows_the_screened_limits_miss_go_whole(
     monkeypatch: pytest.MonkeyPatch, threads: int
 ) -> None:
-    """Guide margins far too small: limits inside the tails, rows missed, redone from all draws."""
-    whole = []
-    real = screened_quantiles._whole_rows
-
-    def spy(problem: object, rows: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        whole.append(rows.size)
-        return real(problem, rows, mask)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(screened_quantiles, "_whole_rows", spy)
-    monkeypatch.setattr(draw_quantiles, "Z_MARGIN", -1.0)
+    """Screen margins far too small: limits inside the tails, rows missed, redone from all draws
+    (the pilot rows, which always are, not counted)."""
+    whole = whole_rows_spy(monkeypatch)
+    monkeypatch.setattr(screened_quantiles, "SCREEN_MARGIN", -1.0)
     rng = np.random.default_rng(3)
     W, b = _dyadic(rng.standard_t(3, size=(3, 3000)) * 8), _dyadic(rng.normal(size=3000) * 8)
     X = _dyadic(rng.normal(size=(1000, 3)) * 4)
     got = projection_quantiles(X, W, b, (0.025, 0.975), n_threads=threads)
     np.testing.assert_array_equal(got, _reference(X, W, b, (0.025, 0.975)))
-    assert sum(whole) > 500  # most rows, beyond each thread's first block
+    assert sum(whole) > 500  # most rows
+
+
+@pytest.mark.parametrize("half", [-1.0, 0.0, 0.01])
+def test_rows_the_band_misses_are_selected_again_up_to_the_screen_limit(
+    monkeypatch: pytest.MonkeyPatch, half: float
+) -> None:
+    """Bands empty (or a sliver): every row, or most, selected again from (−∞, τ]; exact, and only
+    the few rows the screen itself misses go whole."""
+    whole = whole_rows_spy(monkeypatch)
+    monkeypatch.setattr(screened_quantiles, "BAND_HALF", half)
+    rng = np.random.default_rng(7)
+    W, b = rng.normal(size=(3, 3000)) * [[1.0], [3.0], [0.5]], rng.normal(size=3000)
+    X = rng.normal(size=(700, 3)) * 2
+    got = projection_quantiles(X, W, b, (0.025, 0.975), n_threads=2)
+    np.testing.assert_array_equal(got, _reference(X, W, b, (0.025, 0.975)))
+    assert sum(whole) <= 0.01 * X.shape[0]
 
 
 def test_kd_blocks_cover_each_row_once() -> None:
@@ -146,18 +171,28 @@ def test_kd_blocks_cover_each_row_once() -> None:
     assert max(b.size for b in blocks) <= 50
 
 
-def test_gathered_products_equal_the_whole_product_bit_for_bit() -> None:
-    """The kept draws' values are those of the whole matrix's gemm (real-valued data)."""
+def test_leaf_products_equal_the_whole_product_bit_for_bit() -> None:
+    """The kept draws' values are those of the whole matrix's gemm (real-valued data): leaves of
+    consecutive rows (one-row leaves among them) against their own padded columns, taken from
+    one gathered matrix."""
     rng = np.random.default_rng(5)
     Wt, Xt = rng.normal(size=(5, 3000)), rng.normal(size=(70, 5)) * 10
     F = Xt @ Wt
-    buffer = np.empty(70 * 3100)
-    for size in [1, 3, 15, 16, 17, 555, 1001, 3000]:
-        columns = rng.choice(3000, size, replace=False)
-        for m in [1, 2, 5, 64, 70]:
-            got = draw_screen.gathered_products(Xt[:m], Wt, columns, buffer, np.inf)
-            np.testing.assert_array_equal(got[:, :size], F[:m, columns])
-            assert np.all(got[:, size:] == np.inf)
+    for sizes in [[1], [2], [5, 1, 64], [70], [3, 17, 1, 1, 48]]:
+        sizes_ = np.array(sizes)
+        counts = rng.integers(1, 2985, sizes_.size)
+        widths = counts + (-counts % draw_screen.COLUMN_MULTIPLE)
+        columns = [rng.choice(3000, w, replace=False) for w in widths]
+        Wk = np.take(Wt, np.concatenate(columns), axis=1)
+        rows = np.arange(sizes_.sum())
+        out = np.empty(int(sizes_ @ widths) + 7)
+        got = draw_screen.leaf_products(Xt[rows], Wk, sizes_, widths, out)
+        at, row = 0, 0
+        for size, width, cols in zip(sizes, widths, columns, strict=True):
+            block = got[at : at + size * width].reshape(size, width)
+            np.testing.assert_array_equal(block, F[row : row + size][:, cols])
+            at, row = at + size * width, row + size
+        assert at == got.size
     np.testing.assert_array_equal(draw_screen.products(Xt[3:4], Wt), F[3:4])
 
 
@@ -181,3 +216,66 @@ def test_without_the_screen_every_value_is_computed(monkeypatch: pytest.MonkeyPa
     got = projection_quantiles(X, W, b, (0.025, 0.975), screen=False)
     np.testing.assert_array_equal(got, screened)
     np.testing.assert_array_equal(got, _reference(X, W, b, (0.025, 0.975)))
+
+
+@pytest.mark.parametrize("screen", [-1.0, -0.1, 0.0, 0.3])
+@pytest.mark.parametrize("half", [-0.1, 0.005, 0.045, 0.5])
+def test_any_margins_give_numpys_quantiles(
+    monkeypatch: pytest.MonkeyPatch, screen: float, half: float
+) -> None:
+    """The margins only move work between the band, the second bands and whole rows: with screen
+    limits inside the tails and bands narrow, wide or inverted, the numbers stay numpy's."""
+    monkeypatch.setattr(screened_quantiles, "SCREEN_MARGIN", screen)
+    monkeypatch.setattr(screened_quantiles, "BAND_HALF", half)
+    rng = np.random.default_rng(8)
+    W, b = rng.standard_t(4, size=(3, 2000)) * [[1.0], [3.0], [0.5]], rng.normal(size=2000)
+    X = rng.normal(size=(300, 3)) * 2
+    for qs in [(0.025, 0.975), (0.01, 0.05, 0.9)]:
+        got = projection_quantiles(X, W, b, qs, n_threads=2)
+        np.testing.assert_array_equal(got, _reference(X, W, b, qs))
+
+
+def test_a_batch_over_the_memory_budget_goes_in_halves(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kept values beyond the per-thread budget: a batch's leaves go in halves, down to one leaf
+    at a time; the numbers stay numpy's."""
+    leaves_per_call = []
+    real = screened_quantiles.leaf_products
+
+    def spy(Xt: np.ndarray, Wk: np.ndarray, sizes: np.ndarray, *args: object) -> np.ndarray:
+        leaves_per_call.append(sizes.size)
+        return real(Xt, Wk, sizes, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(screened_quantiles, "leaf_products", spy)
+    monkeypatch.setattr(screened_quantiles, "BYTES_PER_KEPT", 10**9)
+    rng = np.random.default_rng(9)
+    W, b = rng.normal(size=(3, 2000)), rng.normal(size=2000)
+    X = rng.normal(size=(400, 3)) * 2
+    got = projection_quantiles(X, W, b, (0.025, 0.975), n_threads=2)
+    np.testing.assert_array_equal(got, _reference(X, W, b, (0.025, 0.975)))
+    assert leaves_per_call and max(leaves_per_call) == 1
+
+
+def test_rows_beyond_a_chunk_go_in_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """More rows than ``CHUNK_ROWS``: equal chunks one after another, the same numbers; a problem
+    without spread still goes unscreened."""
+    monkeypatch.setattr(screened_quantiles, "CHUNK_ROWS", 100)
+    rng = np.random.default_rng(10)
+    W, b = rng.normal(size=(3, 2000)), rng.normal(size=2000)
+    X = rng.normal(size=(350, 3)) * 2
+    got = projection_quantiles(X, W, b, (0.025, 0.975), n_threads=2)
+    np.testing.assert_array_equal(got, _reference(X, W, b, (0.025, 0.975)))
+    flat, level = np.full((3, 2000), 0.5), np.full(2000, 0.25)
+    got = projection_quantiles(X, flat, level, (0.025, 0.975))
+    np.testing.assert_array_equal(got, _reference(X, flat, level, (0.025, 0.975)))
+
+
+@pytest.mark.parametrize("qs", [(0.9,), (0.8, 0.95), (0.76, 0.999), (0.1,), (0.001, 0.02, 0.98)])
+def test_one_tail_and_wide_spans_give_numpys_quantiles(qs: tuple[float, ...]) -> None:
+    """Quantiles in the upper tail alone (its screen is the batch's upper bound, whatever the
+    side's place in the list), the lower alone, and depths far apart in one tail."""
+    rng = np.random.default_rng(11)
+    W, b = rng.normal(size=(4, 2000)), rng.normal(size=2000)
+    X = rng.normal(size=(300, 4))
+    for threads in (1, 2):
+        got = projection_quantiles(X, W, b, qs, n_threads=threads)
+        np.testing.assert_array_equal(got, _reference(X, W, b, qs))

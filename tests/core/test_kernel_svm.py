@@ -226,3 +226,31 @@ def test_kept_support_norms_change_no_decision_value(monkeypatch: pytest.MonkeyP
     blocked = est.decision_function(X)  # blocks of 7 rows (BLAS may sum them in another order)
     np.testing.assert_array_equal(old.decision_function(X), blocked)
     np.testing.assert_allclose(blocked, kept, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("multiclass", ["ovo", "ovr"])
+def test_joint_fit_places_each_support_vector_on_its_row(multiclass: str) -> None:
+    """A joint fit's supports (handed to _after_fit as rows of X) are the rows the problems' own
+    classes give, and each problem's decision from the kept attributes is its model's own."""
+    from sklearn.datasets import load_wine
+
+    rng = np.random.default_rng(3)
+    X, y = load_wine(return_X_y=True)
+    order = rng.permutation(y.size)  # classes interleaved: a pair's rows are not a block
+    X, y = StandardScaler().fit_transform(X)[order], y[order]
+    est = KernelSVM(C=10.0, multiclass=multiclass).fit(X, y)
+    assert not hasattr(est, "_joint_support")
+    y_idx = np.searchsorted(est.classes_, y)
+    expected = est._global_support(y_idx)
+    union = np.unique(np.concatenate(expected))
+    np.testing.assert_array_equal(est.support_, union)
+    K = kernel_matrix(X, est.support_vectors_, "rbf", resolve_gamma("scale", X))
+    for p, (rows, model) in enumerate(zip(expected, est.binary_models_, strict=True)):
+        np.testing.assert_array_equal(est.support_vectors_[np.searchsorted(union, rows)], X[rows])
+        np.testing.assert_array_equal(model.support_vectors, X[rows])
+        own = kernel_matrix(X, model.support_vectors, "rbf", resolve_gamma("scale", X))
+        np.testing.assert_allclose(
+            K @ est.dual_coef_[p] + est.intercept_[p],
+            own @ model.coef + model.intercept,
+            atol=1e-10,
+        )

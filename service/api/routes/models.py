@@ -10,7 +10,7 @@ from service.api.content_types import BodyRoute
 from service.api.deps import StoreDep
 from service.api.openapi import error_responses
 from service.api.params import Level, ModelRef, Scale
-from service.inference import predict as prediction
+from service.inference.posterior import coefficient_summaries, coefficient_trace
 from service.plots.trace import trace_png
 from service.repository.store import ModelStore
 from service.schemas.models import (
@@ -170,7 +170,7 @@ def get_posterior(
     scale: Scale = "original",
 ) -> Any:
     """Coefficient intervals and diagnostics of a Bayesian model (409 for other models)."""
-    return prediction.posterior(store, resolved(ref, store, request), level, scale)
+    return coefficient_summaries(store, resolved(ref, store, request), level, scale)
 
 
 @router.get(
@@ -205,5 +205,5 @@ def get_posterior_plot(
 ) -> Response:
     """Trace and density PNG of one coefficient's MCMC draws (409 for models without draws)."""
     model_id = resolved(ref, store, request)
-    trace = prediction.coefficient_trace(store, model_id, coef, level, scale, class_label)
+    trace = coefficient_trace(store, model_id, coef, level, scale, class_label)
     return Response(content=trace_png(trace), media_type="image/png")

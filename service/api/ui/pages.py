@@ -32,7 +32,7 @@ from service.api.routes import plots as plot_routes
 from service.api.ui import views
 from service.api.ui.session import COOKIE, COOKIE_PATH, SESSION_S, new_token, token_is_valid
 from service.errors import ApiError
-from service.inference import predict as prediction
+from service.inference.posterior import coefficient_summaries
 from service.schemas.names import NAME_PATTERN
 from service.schemas.predict import DEFAULT_LEVEL
 
@@ -243,7 +243,7 @@ def model_page(request: Request, ref: ModelRef, store: StoreDep) -> Response:
     spec = request.app.state.model_types.get(record["model_type"])
     posterior = None
     if spec is not None and spec.posterior != "none":
-        posterior = prediction.posterior(store, model_id, DEFAULT_LEVEL)
+        posterior = coefficient_summaries(store, model_id, DEFAULT_LEVEL)
     view = views.model_page(record, spec, posterior)
     title = f"{record['name']} v{record['version']}"
     return render(request, "model.html", title=title, **view)
