@@ -50,7 +50,7 @@ from .draw_screen import (
 CHUNK_ROWS = 32768
 """Rows screened at once, at most: larger inputs go in chunks (bounded memory, no cliff)."""
 
-LEAF_ROWS = 32
+LEAF_ROWS = 64
 """Rows per leaf: smaller leaves have tighter bounds (fewer values computed), but more gemms and
 pilots."""
 
