@@ -65,7 +65,7 @@ BYTES_PER_KEPT = 26
 """Working memory per kept value: the float64 value, the two limits repeated to it (float64) and
 two comparison masks (1 + 1)."""
 
-BAND_HALF = 0.06
+BAND_HALF = 0.08
 """Half-width, in SDs, of the band of values sorted around a row's expected position."""
 
 BAND_SPAN = 8
