@@ -52,7 +52,8 @@ CHUNK_ROWS = 32768
 
 LEAF_ROWS = 64
 """Rows per leaf: smaller leaves have tighter bounds (fewer values computed), but more gemms and
-pilots."""
+comparisons of a few µs each, which two threads contend for (the GIL): 64 is as fast as 32 alone
+and faster with two threads (bench/results.md, issue 27 part 3)."""
 
 BATCH_ROWS = 512
 """Rows per work item (a batch of leaves), at most: enough work per numpy call that the calls'
