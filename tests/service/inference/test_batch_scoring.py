@@ -359,18 +359,28 @@ def test_a_prefix_another_active_job_writes_to_is_a_409(
     assert job["status"] == "succeeded", job
 
 
-def test_a_cancel_leaves_nothing(client: TestClient, data_dir: Path, iris: Any) -> None:
-    _write_parts(data_dir / "in-cancel", iris[0], "parquet")
-    out = data_dir / "cancelled"
+def _plan(
+    client: TestClient, data_dir: Path, iris: Any, name: str, settings: Settings | None = None
+) -> tuple[BatchPlan, Path]:
+    """The checked plan (through its bytes, as a job keeps it) of scoring iris written as three
+    Parquet files under ``in-<name>/``, into ``<name>-out/``; and that output folder."""
+    _write_parts(data_dir / f"in-{name}", iris[0], "parquet")
+    out = data_dir / f"{name}-out"
     request = BatchPredictRequest.model_validate(
         _body(
             data_dir,
-            input={"uri": f"file://{data_dir}/in-cancel/"},
+            input={"uri": f"file://{data_dir}/in-{name}/"},
             output={"uri": f"file://{out}/"},
         )
     )
+    store = client.app.state.store
+    chosen = settings or client.app.state.settings
+    return BatchPlan.from_bytes(plan_batch(request, store, chosen).to_bytes()), out
+
+
+def test_a_cancel_leaves_nothing(client: TestClient, data_dir: Path, iris: Any) -> None:
+    plan, out = _plan(client, data_dir, iris, "cancel")
     state = client.app.state
-    plan = BatchPlan.from_bytes(plan_batch(request, state.store, state.settings).to_bytes())
     cancelled = threading.Event()
 
     def progress(fraction: float, detail: Any = None) -> None:
@@ -385,16 +395,9 @@ def test_a_cancel_leaves_nothing(client: TestClient, data_dir: Path, iris: Any) 
 def test_a_batch_past_its_time_limit_fails_and_leaves_nothing(
     client: TestClient, data_dir: Path, iris: Any
 ) -> None:
-    _write_parts(data_dir / "in-slow", iris[0], "parquet")
-    out = data_dir / "slow-out"
-    request = BatchPredictRequest.model_validate(
-        _body(
-            data_dir, input={"uri": f"file://{data_dir}/in-slow/"}, output={"uri": f"file://{out}/"}
-        )
-    )
     state = client.app.state
     settings = state.settings.model_copy(update={"batch_timeout_s": 0.5})
-    plan = BatchPlan.from_bytes(plan_batch(request, state.store, settings).to_bytes())
+    plan, out = _plan(client, data_dir, iris, "slow", settings)
     written: list[float] = []
 
     def progress(fraction: float, detail: Any = None) -> None:
@@ -412,16 +415,9 @@ def test_a_batch_past_its_time_limit_fails_and_leaves_nothing(
 def test_a_limit_that_passes_after_the_last_file_loses_nothing(
     client: TestClient, data_dir: Path, iris: Any
 ) -> None:
-    _write_parts(data_dir / "in-just", iris[0], "parquet")
-    out = data_dir / "just-out"
-    request = BatchPredictRequest.model_validate(
-        _body(
-            data_dir, input={"uri": f"file://{data_dir}/in-just/"}, output={"uri": f"file://{out}/"}
-        )
-    )
     state = client.app.state
     settings = state.settings.model_copy(update={"batch_timeout_s": 0.5})
-    plan = BatchPlan.from_bytes(plan_batch(request, state.store, settings).to_bytes())
+    plan, out = _plan(client, data_dir, iris, "just", settings)
 
     def progress(fraction: float, detail: Any = None) -> None:
         if fraction == 1.0:
