@@ -58,6 +58,9 @@ CONNECT_TIMEOUT_S = 30.0
 class Executor(Protocol):
     """Runs one ``TrainTask`` to an ``Outcome``; stops it on timeout or when ``cancelled`` is set."""
 
+    writes_artifacts: bool
+    """Whether ``run`` takes ``artifact``: its worker writes the fitted model there itself."""
+
     def run(
         self,
         task: TrainTask,
@@ -140,6 +143,9 @@ class LocalExecutor:
 
 class DaskExecutor:
     """Each fit as one task on the dask cluster at ``scheduler_address`` (see the module notes)."""
+
+    writes_artifacts = False
+    """The cluster's workers send the model back; the server's save writes it."""
 
     def __init__(
         self,

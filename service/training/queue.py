@@ -559,10 +559,9 @@ class JobQueue:
         """Where the worker may write the model it fits, under a model id chosen now: a local
         artifact folder with an executor whose workers write there (``LocalExecutor``); else
         None (the save puts the bytes)."""
-        if not getattr(self.executor, "writes_artifacts", False):
+        if not self.executor.writes_artifacts:
             return None
-        slot = getattr(getattr(self.store, "artifacts", None), "slot", None)
-        return None if slot is None else slot(new_model_id())
+        return self.store.artifacts.slot(new_model_id())
 
     def _discard_unsaved(self, running: Running, outcome: Outcome) -> None:
         """Remove what the worker may have written of a model that is not stored (its fit ended
