@@ -29,6 +29,7 @@ from .kernels import (
     resolve_gamma,
 )
 from .multiclass import REST, certain_labels, label_index
+from .rbf_rows import RbfRows, rbf_rows
 from .rbf_scoring import (
     decision_error_bound,
     exp_float32,
@@ -444,6 +445,18 @@ class KernelSVM(SVMClassifierBase):
             return exp_float32(rbf_product(X, center, right, self._gamma))
         A = rbf_exponent(X, center, right, self._gamma)
         return np.exp(A, out=A)
+
+    def rbf_rows(
+        self, mean: np.ndarray | None = None, scale: np.ndarray | None = None
+    ) -> RbfRows | None:
+        """A binary rbf model's decision values on rows scaled by (x − ``mean``) / ``scale`` first,
+        as one plan (``rbf_rows``); None for another kernel, more classes, or an unfitted model."""
+        if self.kernel != "rbf" or getattr(self, "classes_", np.empty(0)).size != 2:
+            return None
+        center, right, _ = self._rbf_scoring()
+        return rbf_rows(
+            center, right[:-2].T, self._gamma, self.dual_coef_[0], self.intercept_[0], mean, scale
+        )
 
     def predict(self, X: Any) -> np.ndarray:
         """Predicted class labels, shape (n_samples,).

@@ -29,7 +29,7 @@ def standardize(X: np.ndarray, scaler: StandardScaler) -> np.ndarray:
     return Z
 
 
-def _scalers(estimator: Any) -> list[StandardScaler] | None:
+def scalers_of(estimator: Any) -> list[StandardScaler] | None:
     """The fitted dense ``StandardScaler`` steps in front of a pipeline's model, else ``None``."""
     if type(estimator) is not Pipeline:
         return None
@@ -41,7 +41,7 @@ def _scalers(estimator: Any) -> list[StandardScaler] | None:
 
 def scorer(estimator: Any, method: str) -> Scorer:
     """``getattr(estimator, method)``, with a pipeline's scaling done here (see module docstring)."""
-    scalers = _scalers(estimator)
+    scalers = scalers_of(estimator)
     if scalers is None:
         return getattr(estimator, method)
     final = getattr(estimator.steps[-1][1], method)

@@ -2,7 +2,8 @@
 
 Every predict of a model used to work out the same facts again: its answer's head (id, name,
 version, classes), which outputs it gives (``hasattr`` on a pipeline's ``available_if``
-methods), its working bytes per row, and its scoring callables (``inference.scoring``). A
+methods), its working bytes per row, and its scoring callables (``inference.scoring``; a binary
+rbf model's labels and decision values of a few rows from its folded plan, ``inference.planned``). A
 ``Servable`` holds them; ``servable`` makes it on the first predict of a loaded estimator and
 the model cache keeps it with the estimator (``ModelStore.prepared``), so it is dropped when
 the estimator is evicted and can never describe another one.
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from service.inference.limits import row_bytes
+from service.inference.planned import planned_scorers
 from service.inference.scoring import Scorer, scorer
 from service.inference.signature import outputs_of
 from service.repository.store import ModelStore
@@ -50,11 +52,14 @@ def make_servable(model_id: str, record: dict[str, Any], estimator: Any) -> Serv
         },
         gives=gives,
         per_row=row_bytes(estimator, int(record["n_features"])),
-        scorers={
-            spec.short: scorer(estimator, spec.method)
-            for spec in POINT_OUTPUTS
-            if spec.short in gives and spec.method is not None
-        },
+        scorers=planned_scorers(
+            estimator,
+            {
+                spec.short: scorer(estimator, spec.method)
+                for spec in POINT_OUTPUTS
+                if spec.short in gives and spec.method is not None
+            },
+        ),
     )
 
 

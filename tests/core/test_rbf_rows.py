@@ -1,0 +1,70 @@
+"""``bsvm_core.rbf_rows``: a binary rbf model's decision values with the scaling folded in equal
+the scaled model's own (scipy's distances as the independent reference) up to rounding."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.spatial.distance import cdist
+from sklearn.datasets import load_breast_cancer, load_iris
+from sklearn.preprocessing import StandardScaler
+
+from bsvm_core import KernelSVM
+from bsvm_core.rbf_rows import MAX_EXPONENT, TIE_BOUND
+
+
+def reference(model: KernelSVM, Z: np.ndarray) -> np.ndarray:
+    """Σ_s w_s exp(−γ‖z − s‖²) + b by scipy's squared distances."""
+    K = np.exp(-model._gamma * cdist(Z, model.support_vectors_, "sqeuclidean"))
+    return K @ model.dual_coef_[0] + model.intercept_[0]
+
+
+@pytest.fixture(scope="module")
+def cancer() -> tuple[np.ndarray, StandardScaler, KernelSVM]:
+    X, y = load_breast_cancer(return_X_y=True)
+    scaler = StandardScaler().fit(X)
+    return X, scaler, KernelSVM().fit(scaler.transform(X), y)
+
+
+def test_scaled_rows_score_as_the_scaled_model(cancer) -> None:
+    X, scaler, model = cancer
+    plan = model.rbf_rows(scaler.mean_, scaler.scale_)
+    rng = np.random.default_rng(0)
+    rows = np.vstack([X, X[:50] * rng.uniform(0.5, 1.5, X[:50].shape), X[:5] * 1e3])
+    expected = reference(model, scaler.transform(rows))
+    scale = np.abs(model.dual_coef_).sum() + abs(model.intercept_[0])
+    got = plan.decisions(rows)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12 * scale)
+    np.testing.assert_allclose(
+        model.decision_function(scaler.transform(rows)), expected, atol=1e-12 * scale
+    )
+    singles = np.array([plan.decision(row) for row in rows])
+    np.testing.assert_allclose(singles, expected, rtol=0, atol=1e-12 * scale)
+    np.testing.assert_array_equal(plan.decisions(rows[:1]), singles[:1])
+    assert plan.tie >= TIE_BOUND * scale and plan.tie < 1e-4
+
+
+def test_without_scaling_it_is_the_model() -> None:
+    X, y = load_breast_cancer(return_X_y=True)
+    Z = StandardScaler().fit_transform(X)
+    model = KernelSVM().fit(Z, y)
+    plan = model.rbf_rows()
+    assert plan is not None and plan.inv_scale is None
+    np.testing.assert_allclose(plan.decisions(Z), reference(model, Z), rtol=0, atol=1e-10)
+
+
+def test_unsure_marks_values_within_the_tie_band(cancer) -> None:
+    _, scaler, model = cancer
+    plan = model.rbf_rows(scaler.mean_, scaler.scale_)
+    assert plan.unsure(np.array([1.0, -plan.tie / 2]))
+    assert not plan.unsure(np.array([1.0, -2 * plan.tie, 3 * plan.tie]))
+
+
+def test_no_plan_for_other_models() -> None:
+    X, y = load_iris(return_X_y=True)
+    assert KernelSVM().fit(X, y).rbf_rows() is None  # three classes
+    two = y < 2
+    assert KernelSVM(kernel="linear").fit(X[two], y[two]).rbf_rows() is None
+    assert KernelSVM().rbf_rows() is None  # not fitted
+    wide = KernelSVM(gamma=MAX_EXPONENT).fit(X[two] * 10, y[two])
+    assert wide.rbf_rows() is None  # γ‖s̃‖² past MAX_EXPONENT: exp could overflow

@@ -1,0 +1,91 @@
+"""``service.inference.planned``: labels from a binary rbf model's plan are the pipeline's own,
+decision values equal to rounding, for any chain of ``StandardScaler`` steps in front."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer, load_iris
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import MinMaxScaler, StandardScaler
+
+from bsvm_core import LDA, KernelSVM
+from service.inference import planned
+from service.inference.planned import plan_of, planned_scorers
+from service.inference.scoring import scorer
+
+
+def scorers_of(pipe) -> dict:
+    base = {"label": scorer(pipe, "predict"), "decision": scorer(pipe, "decision_function")}
+    return planned_scorers(pipe, base)
+
+
+def cancer() -> tuple[np.ndarray, np.ndarray]:
+    X, y = load_breast_cancer(return_X_y=True)
+    return X, y
+
+
+STEPS = {
+    "both": [StandardScaler()],
+    "no-mean": [StandardScaler(with_mean=False)],
+    "no-std": [StandardScaler(with_std=False)],
+    "chain": [StandardScaler(with_std=False), StandardScaler(with_mean=False), StandardScaler()],
+    "none": [],
+}
+
+
+@pytest.mark.parametrize("steps", list(STEPS), ids=list(STEPS))
+def test_plan_labels_are_the_pipelines_and_decisions_equal_to_rounding(steps):
+    X, y = cancer()
+    named = [(f"s{i}", step) for i, step in enumerate(STEPS[steps])]
+    if steps == "none":  # a bare model, on rows scaled beforehand
+        X = StandardScaler().fit_transform(X)
+    pipe = Pipeline([*named, ("model", KernelSVM())]) if named else KernelSVM()
+    pipe.fit(X[::2], y[::2])
+    assert plan_of(pipe) is not None
+    fns = scorers_of(pipe)
+    rows = X[1::2]
+    expected_f = pipe.decision_function(rows)
+    scale = np.abs(expected_f).max() + 1.0
+    for n in (1, 2, 7):
+        for start in range(0, 60, n):
+            block = rows[start : start + n]
+            np.testing.assert_array_equal(fns["label"](block), pipe.predict(block), strict=True)
+            np.testing.assert_allclose(
+                fns["decision"](block), expected_f[start : start + n], rtol=0, atol=1e-12 * scale
+            )
+    whole = fns["label"](rows)  # past the plan's rows: the estimator's, exactly
+    np.testing.assert_array_equal(whole, pipe.predict(rows), strict=True)
+    np.testing.assert_array_equal(fns["decision"](rows), expected_f, strict=True)
+
+
+def test_a_row_near_a_tie_gets_the_estimators_label(monkeypatch):
+    X, y = cancer()
+    pipe = Pipeline([("s", StandardScaler()), ("model", KernelSVM())]).fit(X, y)
+    plan, classes, max_rows = plan_of(pipe)
+    wide = planned.RbfRows(**{**plan.__dict__, "tie": 1e9})  # every value "near a tie"
+    monkeypatch.setattr(planned, "plan_of", lambda _: (wide, classes, max_rows))
+    calls = []
+    labels = scorer(pipe, "predict")
+
+    def counted(rows):
+        calls.append(rows.shape[0])
+        return labels(rows)
+
+    fns = planned_scorers(pipe, {"label": counted})
+    for rows in (X[:1], X[:3]):
+        np.testing.assert_array_equal(fns["label"](rows), pipe.predict(rows), strict=True)
+    assert calls == [1, 3]
+
+
+def test_other_models_keep_their_scorers():
+    X, y = load_iris(return_X_y=True)
+    base = {"label": lambda rows: rows}
+    for model in (
+        Pipeline([("s", StandardScaler()), ("m", KernelSVM())]).fit(X, y),  # three classes
+        Pipeline([("s", MinMaxScaler()), ("m", KernelSVM())]).fit(X[y < 2], y[y < 2]),
+        Pipeline([("s", StandardScaler()), ("m", LDA())]).fit(X, y),
+        KernelSVM(kernel="linear").fit(X[y < 2], y[y < 2]),
+    ):
+        assert plan_of(model) is None
+        assert planned_scorers(model, base) is base
