@@ -31,6 +31,7 @@ from .kernels import (
 from .multiclass import REST, certain_labels, label_index
 from .rbf_rows import RbfRows, rbf_rows
 from .rbf_scoring import (
+    FLOAT32_MIN_ENTRIES,
     decision_error_bound,
     exp_float32,
     rbf_exponent,
@@ -41,11 +42,6 @@ from .solvers.smo import (
     DualDivergence,
     SMOResult,
 )
-
-FLOAT32_MIN_ENTRIES = 4096
-"""rbf ``predict`` screens with float32 exponentials (``rbf_scoring``) from this many kernel
-entries (rows × support vectors): below it the screen's fixed cost (a few µs) outweighs what the
-float32 exp saves (about 3.5 ns an entry: 5 ns in float64, 1.4 ns in float32 with AVX2)."""
 
 _NOT_SEPARABLE = (
     "The data are not separable by this kernel, so the hard-margin SVM (C=inf) has no "

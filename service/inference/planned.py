@@ -1,13 +1,13 @@
-"""Labels and decision values of a few rows from a binary rbf KernelSVM's folded plan.
+"""Labels and decision values from a binary rbf KernelSVM's folded plan.
 
 A predict of one row spends more on the estimator's calls than on its arithmetic: the pipeline's
 scaling, ``KernelSVM.predict``'s checks and its dozen numpy calls. For a binary rbf ``KernelSVM``,
 alone or behind ``StandardScaler`` steps, ``bsvm_core.rbf_rows`` folds the scaling into the
-support vectors' terms once per loaded model (the ``Servable``), and rows are scored in about
-eight numpy calls. Labels are always the estimator's: a row whose decision value is within the
-plan's tie band is scored by the estimator (``RbfRows.unsure``). Decision values differ from the
-estimator's by float rounding only. Batches past ``FLOAT32_MIN_ENTRIES`` kernel entries go to the
-estimator, whose float32 screen is then faster.
+support vectors' terms once per loaded model (the ``Servable``), and rows are scored in a handful
+of numpy calls. Labels are always the estimator's: rows whose decision value is within the
+plan's tie band are scored again by the estimator. Decision values differ from the estimator's by
+float rounding only. Blocks of more than ``PLAN_MAX_ENTRIES`` kernel entries go to the estimator,
+which splits them into blocks of its own.
 """
 
 from __future__ import annotations
@@ -18,9 +18,11 @@ import numpy as np
 from sklearn.pipeline import Pipeline
 
 from bsvm_core import KernelSVM
-from bsvm_core.kernel_svm import FLOAT32_MIN_ENTRIES
 from bsvm_core.rbf_rows import RbfRows
 from service.inference.scoring import Scorer, scalers_of
+
+PLAN_MAX_ENTRIES = 2**20
+"""Kernel entries (rows × support vectors) the plan scores at once at most: 8 MiB of float64."""
 
 
 def scaling(scalers: list[Any]) -> tuple[np.ndarray | None, np.ndarray | None]:
@@ -29,20 +31,19 @@ def scaling(scalers: list[Any]) -> tuple[np.ndarray | None, np.ndarray | None]:
     mean: np.ndarray | None = None
     scale: np.ndarray | None = None
     for step in scalers:
-        step_scale = step.scale_ if step.with_std else None
         if step.with_mean:
             shifted = step.mean_ if scale is None else scale * step.mean_
             mean = shifted if mean is None else mean + shifted
-        if step_scale is not None:
-            scale = step_scale if scale is None else scale * step_scale
+        if step.with_std:
+            scale = step.scale_ if scale is None else scale * step.scale_
     return mean, scale
 
 
 def plan_of(estimator: Any) -> tuple[RbfRows, np.ndarray, int] | None:
-    """(plan, classes, rows it scores at most) of a binary rbf ``KernelSVM``, alone or behind
-    ``StandardScaler`` steps; else None."""
-    scalers = scalers_of(estimator)
+    """(plan, classes, rows it scores at once at most) of a binary rbf ``KernelSVM``, alone or
+    behind ``StandardScaler`` steps; else None."""
     if type(estimator) is Pipeline:
+        scalers = scalers_of(estimator)
         if scalers is None:
             return None
         final = estimator.steps[-1][1]
@@ -50,17 +51,15 @@ def plan_of(estimator: Any) -> tuple[RbfRows, np.ndarray, int] | None:
         final, scalers = estimator, []
     if type(final) is not KernelSVM:
         return None
-    d = int(getattr(final, "n_features_in_", 0))
-    plan = final.rbf_rows(*scaling(scalers)) if d else None
+    plan = final.rbf_rows(*scaling(scalers))
     if plan is None:
         return None
-    return plan, final.classes_, max(1, FLOAT32_MIN_ENTRIES // plan.coef.shape[0] - 1)
+    return plan, final.classes_, max(1, PLAN_MAX_ENTRIES // plan.coef.shape[0])
 
 
 def planned_scorers(estimator: Any, scorers: dict[str, Scorer]) -> dict[str, Scorer]:
-    """``scorers`` with ``label`` and ``decision`` from the model's plan for small batches (the
-    estimator's own beyond them, and for a label near a tie); ``scorers`` as they are for any
-    other model."""
+    """``scorers`` with ``label`` and ``decision`` from the model's plan (the estimator's own for
+    larger blocks, and for labels near a tie); ``scorers`` as they are for any other model."""
     found = plan_of(estimator)
     if found is None:
         return scorers
@@ -73,13 +72,17 @@ def planned_scorers(estimator: Any, scorers: dict[str, Scorer]) -> dict[str, Sco
             n = X.shape[0]
             if n == 1:  # one row: its decision as a float, its label as a slice of classes
                 f = plan.decision(X[0])
-                if -plan.tie <= f <= plan.tie:
+                if not abs(f) > plan.tie:  # near a tie, or NaN
                     return label(X)
                 return classes[1:] if f > 0 else classes[:1]
             if n > max_rows:
                 return label(X)
-            D = plan.decisions(X)
-            return label(X) if plan.unsure(D) else classes[(D > 0).astype(np.intp)]
+            positive, unsure = plan.labels(X)
+            labels = classes[positive.view(np.int8)]
+            if unsure.any():
+                redo = np.flatnonzero(unsure)
+                labels[redo] = label(X[redo])
+            return labels
 
         out["label"] = planned_label
     if decision is not None:

@@ -9,8 +9,8 @@ from scipy.spatial.distance import cdist
 from sklearn.datasets import load_breast_cancer, load_iris
 from sklearn.preprocessing import StandardScaler
 
-from bsvm_core import KernelSVM
-from bsvm_core.rbf_rows import MAX_EXPONENT, TIE_BOUND
+from bsvm_core import KernelSVM, rbf_scoring
+from bsvm_core.rbf_rows import TIE_BOUND
 
 
 def reference(model: KernelSVM, Z: np.ndarray) -> np.ndarray:
@@ -53,11 +53,31 @@ def test_without_scaling_it_is_the_model() -> None:
     np.testing.assert_allclose(plan.decisions(Z), reference(model, Z), rtol=0, atol=1e-10)
 
 
-def test_unsure_marks_values_within_the_tie_band(cancer) -> None:
-    _, scaler, model = cancer
+@pytest.mark.parametrize("screen", [False, True])
+def test_labels_are_the_models_and_unsure_marks_the_tie_band(cancer, monkeypatch, screen) -> None:
+    X, scaler, model = cancer
+    monkeypatch.setattr(rbf_scoring, "FLOAT32_SCREEN", screen)
     plan = model.rbf_rows(scaler.mean_, scaler.scale_)
-    assert plan.unsure(np.array([1.0, -plan.tie / 2]))
-    assert not plan.unsure(np.array([1.0, -2 * plan.tie, 3 * plan.tie]))
+    assert plan.tie32 > plan.tie
+    rng = np.random.default_rng(1)
+    rows = np.vstack([X, X * rng.uniform(0.7, 1.3, X.shape)])
+    expected = reference(model, scaler.transform(rows))
+    positive, unsure = plan.labels(rows)
+    assert rows.shape[0] * plan.coef.size >= rbf_scoring.FLOAT32_MIN_ENTRIES
+    np.testing.assert_array_equal(positive[~unsure], expected[~unsure] > 0)
+    band = plan.tie32 if screen else plan.tie
+    np.testing.assert_array_equal(unsure, np.abs(expected) <= band)  # no row is that near 0
+    # a row on the boundary: bisect between a positive and a negative row
+    lo, hi = rows[np.argmin(expected)], rows[np.argmax(expected)]
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        if plan.decision(mid) > 0:
+            hi = mid
+        else:
+            lo = mid
+    near = np.vstack([lo, hi] * 40)
+    positive, unsure = plan.labels(near)
+    assert unsure.all() and abs(plan.decision(lo)) <= plan.tie
 
 
 def test_no_plan_for_other_models() -> None:
@@ -66,5 +86,3 @@ def test_no_plan_for_other_models() -> None:
     two = y < 2
     assert KernelSVM(kernel="linear").fit(X[two], y[two]).rbf_rows() is None
     assert KernelSVM().rbf_rows() is None  # not fitted
-    wide = KernelSVM(gamma=MAX_EXPONENT).fit(X[two] * 10, y[two])
-    assert wide.rbf_rows() is None  # γ‖s̃‖² past MAX_EXPONENT: exp could overflow

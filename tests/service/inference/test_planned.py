@@ -54,16 +54,26 @@ def test_plan_labels_are_the_pipelines_and_decisions_equal_to_rounding(steps):
             np.testing.assert_allclose(
                 fns["decision"](block), expected_f[start : start + n], rtol=0, atol=1e-12 * scale
             )
-    whole = fns["label"](rows)  # past the plan's rows: the estimator's, exactly
-    np.testing.assert_array_equal(whole, pipe.predict(rows), strict=True)
-    np.testing.assert_array_equal(fns["decision"](rows), expected_f, strict=True)
+    np.testing.assert_array_equal(fns["label"](rows), pipe.predict(rows), strict=True)
+
+
+def test_blocks_past_the_plans_size_go_to_the_estimator(monkeypatch):
+    X, y = cancer()
+    pipe = Pipeline([("s", StandardScaler()), ("model", KernelSVM())]).fit(X[::2], y[::2])
+    monkeypatch.setattr(planned, "PLAN_MAX_ENTRIES", 1)
+    fns = scorers_of(pipe)
+    rows = X[1::2]
+    np.testing.assert_array_equal(fns["label"](rows), pipe.predict(rows), strict=True)
+    np.testing.assert_array_equal(fns["decision"](rows), pipe.decision_function(rows), strict=True)
 
 
 def test_a_row_near_a_tie_gets_the_estimators_label(monkeypatch):
     X, y = cancer()
     pipe = Pipeline([("s", StandardScaler()), ("model", KernelSVM())]).fit(X, y)
     plan, classes, max_rows = plan_of(pipe)
-    wide = planned.RbfRows(**{**plan.__dict__, "tie": 1e9})  # every value "near a tie"
+    wide = planned.RbfRows(
+        **{**plan.__dict__, "tie": 1e9, "tie32": 1e9}
+    )  # every value "near a tie"
     monkeypatch.setattr(planned, "plan_of", lambda _: (wide, classes, max_rows))
     calls = []
     labels = scorer(pipe, "predict")
@@ -73,9 +83,9 @@ def test_a_row_near_a_tie_gets_the_estimators_label(monkeypatch):
         return labels(rows)
 
     fns = planned_scorers(pipe, {"label": counted})
-    for rows in (X[:1], X[:3]):
+    for rows in (X[:1], X[:3], X[100:101]):
         np.testing.assert_array_equal(fns["label"](rows), pipe.predict(rows), strict=True)
-    assert calls == [1, 3]
+    assert calls == [1, 3, 1]  # every row again, by the estimator
 
 
 def test_other_models_keep_their_scorers():
