@@ -18,6 +18,14 @@ def as_matrix(rows: Sequence[Sequence[float]], settings: Settings, field: str = 
 
     ``rows`` may be nested lists or an array (a 2-D array is never ragged).
     """
+    if type(rows) is np.ndarray and rows.dtype == np.float64 and rows.ndim == 2:
+        n, d = rows.shape  # a decoded body's matrix: within the limits and finite, as it is
+        if (
+            0 < n <= settings.max_rows
+            and 0 < d <= settings.max_features
+            and np.isfinite(rows).all()
+        ):
+            return rows
     if len(rows) == 0:
         raise InvalidInput("no rows were sent", [detail(field, "must hold at least one row")])
     width = len(rows[0])

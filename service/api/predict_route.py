@@ -26,7 +26,6 @@ and they go on through the same decoders, ``scored`` and encoders (``routes/v2.p
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -160,9 +159,11 @@ async def scored(call: Call, query: PredictQuery) -> dict[str, Any]:
     state = call.state
     store = store_of(state)
     batcher = state.predict_batcher
-    run = functools.partial(
-        prediction.score, store, state.settings, state.predict_gate, query, batcher
-    )
+    settings, gate = state.settings, state.predict_gate
+
+    def run() -> dict[str, Any]:
+        return prediction.score(store, settings, gate, query, batcher)
+
     if batcher is not None:
         out = await run_in_threadpool(run)
     else:
@@ -180,8 +181,27 @@ async def off_loop_when_large(body: bytes, decode: Callable[[], T]) -> T:
     return await run_in_threadpool(decode)
 
 
+class JsonAnswered(Response):
+    """The 200 response of a JSON answer without extra headers: the status and headers
+    (``content-length``, ``content-type``) of ``Response(body, media_type=JSON_MEDIA_TYPE)``,
+    set without its general path."""
+
+    media_type = JSON_MEDIA_TYPE
+
+    def __init__(self, body: bytes) -> None:
+        self.status_code = 200
+        self.background = None
+        self.body = body
+        self.raw_headers = [(b"content-length", str(len(body)).encode()), _JSON_CONTENT_TYPE]
+
+
+_JSON_CONTENT_TYPE = (b"content-type", JSON_MEDIA_TYPE.encode("latin-1"))
+
+
 def respond(answer: Answer) -> Response:
     """An encoded answer as the 200 response."""
+    if answer.media_type == JSON_MEDIA_TYPE and answer.headers is None:
+        return JsonAnswered(answer.body)
     return Response(answer.body, media_type=answer.media_type, headers=answer.headers)
 
 

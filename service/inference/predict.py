@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,12 +26,23 @@ FLOAT_MAX = float(np.finfo(np.float64).max)
 DRAWS = model_types_with("draws")
 
 
+SMALL_FLOATS = 16
+"""Vectors up to this length are made finite in Python (cheaper than ``np.nan_to_num`` there)."""
+
+
+def _finite(v: float) -> float:
+    """v, with NaN as 0 and ±inf as ±the largest double (``np.nan_to_num``'s mapping)."""
+    if -FLOAT_MAX <= v <= FLOAT_MAX:
+        return v
+    return 0.0 if v != v else math.copysign(FLOAT_MAX, v)
+
+
 def _floats(values: Any) -> list[Any]:
-    """An array as nested lists of finite floats (±inf clipped to the largest double)."""
-    arr = np.nan_to_num(
-        np.asarray(values, dtype=np.float64), nan=0.0, posinf=FLOAT_MAX, neginf=-FLOAT_MAX
-    )
-    return arr.tolist()
+    """An array as nested lists of finite floats (NaN as 0, ±inf clipped to the largest double)."""
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.ndim == 1 and arr.size <= SMALL_FLOATS:
+        return [_finite(v) for v in arr.tolist()]
+    return np.nan_to_num(arr, nan=0.0, posinf=FLOAT_MAX, neginf=-FLOAT_MAX).tolist()
 
 
 def _labels(values: Any) -> list[Any]:
@@ -162,6 +175,12 @@ def score(
         raise
 
 
+@functools.lru_cache(maxsize=256)
+def short_outputs(names: tuple[str, ...]) -> frozenset[str]:
+    """The short names (``label``, ...) of outputs named by response key or short name."""
+    return frozenset(SHORT_NAMES.get(name, name) for name in names)
+
+
 def predict(
     store: ModelStore, settings: Settings, body: PredictQuery, batcher: MicroBatcher | None = None
 ) -> dict[str, Any]:
@@ -177,11 +196,23 @@ def predict(
     )
     check_n_features(X, int(record["n_features"]))
     ready = servable(store, model_id)
-    outputs = {SHORT_NAMES.get(name, name) for name in body.outputs}
+    outputs = short_outputs(tuple(body.outputs))
     if not outputs <= ready.gives:
-        check_outputs(ready.estimator, record, model_id, outputs)
+        check_outputs(ready.estimator, record, model_id, set(outputs))
     out: dict[str, Any] = {**ready.head, "dropped_columns": dropped}
     budget = settings.predict_memory_mb * 2**20
+    if (
+        batcher is None
+        and "interval" not in outputs
+        and X.shape[0] * max(ready.per_row, 1) <= budget
+    ):
+        # point outputs in one block (``scored_blocks``' case of one block): each scorer once
+        for spec in POINT_OUTPUTS:
+            fn = ready.scorers.get(spec.short) if spec.short in outputs else None
+            if fn is not None:
+                out[spec.key] = (_labels if spec.labels else _floats)(fn(X))
+        give_back_memory(X.nbytes)
+        return out
     points = outputs - {"interval"}
 
     def score(rows: np.ndarray) -> dict[str, np.ndarray]:
