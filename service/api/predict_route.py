@@ -66,26 +66,35 @@ ACCEPTED = (JSON_MEDIA_TYPE, CSV_MEDIA_TYPE)
 """Media types of ``/predict`` bodies named in its 415 (binary tensor data has its header)."""
 
 
-def _in_memory(store: ModelStore, ref: str, n_rows: int) -> bool:
-    """True when scoring ``n_rows`` rows with ``ref`` needs no I/O and little memory (its model
-    was readied for scoring by an earlier predict)."""
+def _ready(store: ModelStore, ref: str, n_rows: int) -> Servable | None:
+    """The ``Servable`` of ``ref`` when scoring ``n_rows`` rows with it needs no I/O and little
+    memory (its model was readied for scoring by an earlier predict), else None."""
     ready = store.prepared_in_memory(ref)
-    return isinstance(ready, Servable) and n_rows * ready.per_row <= INLINE_BYTES
+    if isinstance(ready, Servable) and n_rows * ready.per_row <= INLINE_BYTES:
+        return ready
+    return None
 
 
 async def on_loop_when_cheap(
-    store: ModelStore, ref: str, shape: tuple[int, int], run: Callable[[], T], field: str
+    store: ModelStore,
+    ref: str,
+    shape: tuple[int, int],
+    run: Callable[[Servable | None], T],
+    field: str,
 ) -> T:
-    """``run()`` on the event loop when the model of ``ref`` is in memory and rows of ``shape``
-    need little working memory; else in the thread pool."""
-    if not _in_memory(store, ref, shape[0]):
+    """``run(ready)`` on the event loop when the model of ``ref`` is in memory (its ``Servable``
+    ``ready``) and rows of ``shape`` need little working memory; else ``run(None)`` in the thread
+    pool."""
+    ready = _ready(store, ref, shape[0])
+    if ready is None:
         # the reference needs the registry (its cached resolution lapsed): ask it off the loop,
         # holding no predict slot (a query, not a model's memory), then look again
         with contextlib.suppress(ApiError):  # run() raises it again, with its envelope
             await run_in_threadpool(store.resolve, ref, field)
-        if not _in_memory(store, ref, shape[0]):
-            return await run_in_threadpool(run)
-    return run()
+        ready = _ready(store, ref, shape[0])
+        if ready is None:
+            return await run_in_threadpool(run, None)
+    return run(ready)
 
 
 class Call:
@@ -161,8 +170,8 @@ async def scored(call: Call, query: PredictQuery) -> dict[str, Any]:
     batcher = state.predict_batcher
     settings, gate = state.settings, state.predict_gate
 
-    def run() -> dict[str, Any]:
-        return prediction.score(store, settings, gate, query, batcher)
+    def run(ready: Servable | None = None) -> dict[str, Any]:
+        return prediction.score(store, settings, gate, query, batcher, ready)
 
     if batcher is not None:
         out = await run_in_threadpool(run)

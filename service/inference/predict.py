@@ -15,7 +15,7 @@ from service.inference.batching import MicroBatcher
 from service.inference.limits import PredictGate, give_back_memory, row_bytes, score_in_blocks
 from service.inference.query import PredictQuery
 from service.inference.scoring import Scorer, scorer
-from service.inference.servable import servable
+from service.inference.servable import Servable, servable
 from service.inference.signature import outputs_of
 from service.model_types import model_types_with
 from service.repository.store import ModelStore
@@ -154,12 +154,14 @@ def score(
     gate: PredictGate,
     query: PredictQuery,
     batcher: MicroBatcher | None = None,
+    ready: Servable | None = None,
 ) -> dict[str, Any]:
     """Our outputs for ``query``, whatever wire format it was decoded from: the one scoring call.
 
     The model reference's 404 names ``query.model_field``; no ``outputs`` asks for every point
     output the model has; 422 details name the fields as the sender wrote them. Holds a slot of
-    the ``gate`` (503 when every slot is taken).
+    the ``gate`` (503 when every slot is taken). ``ready``: the ``Servable`` the caller found in
+    memory for ``query.model`` (``ModelStore.prepared_in_memory``), or None.
     """
     try:
         if query.outputs is None or query.model_field != "model":
@@ -168,8 +170,10 @@ def score(
             query = query.with_model(
                 model_id, outputs_of(store.load(model_id)) if outputs is None else outputs
             )
+            if ready is not None and ready.model_id != model_id:
+                ready = None
         with gate.slot():
-            return predict(store, settings, query, batcher)
+            return predict(store, settings, query, batcher, ready)
     except InvalidInput as exc:
         exc.details = query.sender_details(exc.details)
         raise
@@ -182,20 +186,30 @@ def short_outputs(names: tuple[str, ...]) -> frozenset[str]:
 
 
 def predict(
-    store: ModelStore, settings: Settings, body: PredictQuery, batcher: MicroBatcher | None = None
+    store: ModelStore,
+    settings: Settings,
+    body: PredictQuery,
+    batcher: MicroBatcher | None = None,
+    ready: Servable | None = None,
 ) -> dict[str, Any]:
     """The outputs ``body.outputs`` of the model ``body.model`` on ``body.X``.
 
     With a ``batcher``, a one-row predict is scored together with concurrent ones of the model.
+    ``ready``: the ``Servable`` of ``body.model`` as the caller found it in memory
+    (``ModelStore.prepared_in_memory``, which resolved the reference), or None.
     """
-    model_id = store.resolve(body.model)
+    model_id = store.resolve(body.model) if ready is None else ready.model_id
     record = store.model_record(model_id)
     X = as_matrix(body.X, settings)
-    X, dropped = select_columns(
-        X, body.feature_names, record.get("feature_names"), record.get("target")
-    )
-    check_n_features(X, int(record["n_features"]))
-    ready = servable(store, model_id)
+    dropped: list[str] = []
+    if body.feature_names is not None:
+        X, dropped = select_columns(
+            X, body.feature_names, record.get("feature_names"), record.get("target")
+        )
+    if X.shape[1] != record["n_features"]:
+        check_n_features(X, int(record["n_features"]))
+    if ready is None:
+        ready = servable(store, model_id)
     outputs = short_outputs(tuple(body.outputs))
     if not outputs <= ready.gives:
         check_outputs(ready.estimator, record, model_id, set(outputs))

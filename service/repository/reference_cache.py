@@ -84,7 +84,8 @@ class ReferenceCache:
             return model_id
 
     def resolved(self, ref: str) -> str | None:
-        """The model id of ``ref`` if it is resolved in memory and still fresh, else ``None``."""
+        """The model id of ``ref`` if it is resolved in memory and still fresh, else ``None``
+        (a stale answer noted on the request's line, as by ``resolve``)."""
         hit = self._resolved.get(ref)
         if hit is None:
             return None
@@ -92,6 +93,8 @@ class ReferenceCache:
         if left <= 0:
             return None
         self._refresh_if_due(ref, "model", left)
+        if hit[2]:  # answered from it as from ``resolve``: the request's line says so
+            note_request("stale", True)
         return hit[0]
 
     def _keep_stale(self, ref: str, now: float) -> str | None:

@@ -116,12 +116,13 @@ def fast_body(raw: bytes) -> PredictQuery | None:
     if type(model) is not str or not 1 <= len(model) <= MODEL_REF_MAX_CHARS:
         return None
     outputs = value.get("outputs", DEFAULT_OUTPUTS)
-    if type(outputs) not in (list, tuple) or not 1 <= len(outputs) <= MAX_OUTPUTS:
-        return None
-    if not all(type(name) is str and name in OUTPUTS for name in outputs):
-        return None
+    if outputs is not DEFAULT_OUTPUTS:  # the defaults are valid as they are
+        if type(outputs) is not list or not 1 <= len(outputs) <= MAX_OUTPUTS:
+            return None
+        if not all(type(name) is str and name in OUTPUTS for name in outputs):
+            return None
     level = value.get("level", DEFAULT_LEVEL)
-    if not _is_number(level) or not 0.0 < level < 1.0:
+    if level is not DEFAULT_LEVEL and (not _is_number(level) or not 0.0 < level < 1.0):
         return None
     names = value.get("feature_names")
     if names is not None and (type(names) is not list or not all(type(n) is str for n in names)):
