@@ -123,9 +123,12 @@ class Call:
         self.content_type = found.get(b"content-type")
         self.accept = found.get(b"accept")
         self.binary_length = found.get(v2_binary.HEADER_KEY)
-        self.media = media_type(self.content_type)
-        self.json = is_json_media(self.media)
-        self.csv = self.media == CSV_MEDIA_TYPE
+        if self.content_type == JSON_MEDIA_TYPE:  # the usual header, already its media type
+            self.media, self.json, self.csv = JSON_MEDIA_TYPE, True, False
+        else:
+            self.media = media_type(self.content_type)
+            self.json = is_json_media(self.media)
+            self.csv = self.media == CSV_MEDIA_TYPE
 
     @property
     def query(self) -> QueryParams:

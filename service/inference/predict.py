@@ -221,10 +221,8 @@ def predict(
         and X.shape[0] * max(ready.per_row, 1) <= budget
     ):
         # point outputs in one block (``scored_blocks``' case of one block): each scorer once
-        for spec in POINT_OUTPUTS:
-            fn = ready.scorers.get(spec.short) if spec.short in outputs else None
-            if fn is not None:
-                out[spec.key] = (_labels if spec.labels else _floats)(fn(X))
+        for key, fn, labels in ready.points(outputs):
+            out[key] = (_labels if labels else _floats)(fn(X))
         give_back_memory(X.nbytes)
         return out
     points = outputs - {"interval"}

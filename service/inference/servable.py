@@ -11,7 +11,7 @@ the estimator is evicted and can never describe another one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from service.inference.limits import row_bytes
@@ -20,6 +20,9 @@ from service.inference.scoring import Scorer, scorer
 from service.inference.signature import outputs_of
 from service.repository.store import ModelStore
 from service.schemas.outputs import OUTPUTS, POINT_OUTPUTS
+
+MAX_OUTPUT_SETS = 64
+"""Sets of outputs a ``Servable`` keeps the scorers of (``points``); others are worked out anew."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -36,6 +39,23 @@ class Servable:
     """Working bytes of scoring one row (``limits.row_bytes``)."""
     scorers: dict[str, Scorer]
     """Short name of each point output it gives → its scoring callable."""
+    _points: dict[frozenset[str], tuple[tuple[str, Scorer, bool], ...]] = field(
+        default_factory=dict, init=False, repr=False
+    )
+
+    def points(self, outputs: frozenset[str]) -> tuple[tuple[str, Scorer, bool], ...]:
+        """(response key, scorer, whether labels) of each point output among ``outputs`` (short
+        names) it gives, in ``POINT_OUTPUTS`` order (worked out once per set of outputs)."""
+        found = self._points.get(outputs)
+        if found is None:
+            found = tuple(
+                (spec.key, self.scorers[spec.short], spec.labels)
+                for spec in POINT_OUTPUTS
+                if spec.short in outputs and spec.short in self.scorers
+            )
+            if len(self._points) < MAX_OUTPUT_SETS:
+                self._points[outputs] = found
+        return found
 
 
 def make_servable(model_id: str, record: dict[str, Any], estimator: Any) -> Servable:

@@ -35,6 +35,8 @@ from service.wire.validation import MISSING, invalid_fields, validated
 FIELDS = frozenset(PredictRequest.model_fields)
 OUTPUTS = frozenset(get_args(Output))
 RESPONSE_FIELDS = tuple(PredictResponse.model_fields)
+_RESPONSE_KEYS = frozenset(RESPONSE_FIELDS)
+_NULL_RESPONSE = dict.fromkeys(RESPONSE_FIELDS)
 SIMD_MIN_BYTES = 4096
 """Bodies from this size are read by simdjson (``wire.simd``); below it orjson's lower fixed cost
 wins (one row of 30 numbers: 4.5 µs against 6.3; they cross at about 5 rows, 3 KB)."""
@@ -135,7 +137,10 @@ def fast_body(raw: bytes) -> PredictQuery | None:
 
 def encode(out: dict[str, Any]) -> bytes:
     """The outputs as ``PredictResponse`` JSON: every field in order, absent ones null."""
-    content = {key: out.get(key) for key in RESPONSE_FIELDS}
+    if out.keys() <= _RESPONSE_KEYS:  # laid over the fields in order (C-level, no loop)
+        content = {**_NULL_RESPONSE, **out}
+    else:
+        content = {key: out.get(key) for key in RESPONSE_FIELDS}
     if content["dropped_columns"] is None:
         content["dropped_columns"] = []
     return orjson.dumps(content)
