@@ -11,6 +11,7 @@ from service.errors import InvalidInput, detail
 from service.settings import Settings
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+_ALL = np.logical_and.reduce  # ``ndarray.all`` without its Python wrapper
 
 
 def as_matrix(rows: Sequence[Sequence[float]], settings: Settings, field: str = "X") -> np.ndarray:
@@ -20,11 +21,8 @@ def as_matrix(rows: Sequence[Sequence[float]], settings: Settings, field: str = 
     """
     if type(rows) is np.ndarray and rows.dtype == np.float64 and rows.ndim == 2:
         n, d = rows.shape  # a decoded body's matrix: within the limits and finite, as it is
-        if (
-            0 < n <= settings.max_rows
-            and 0 < d <= settings.max_features
-            and np.isfinite(rows).all()
-        ):
+        within = 0 < n <= settings.max_rows and 0 < d <= settings.max_features
+        if within and _ALL(np.isfinite(rows), axis=None):
             return rows
     if len(rows) == 0:
         raise InvalidInput("no rows were sent", [detail(field, "must hold at least one row")])

@@ -116,13 +116,17 @@ class Call:
     def __init__(self, scope: Scope, body: bytes) -> None:
         self.scope, self.body = scope, body
         self._query: QueryParams | None = None
-        found: dict[bytes, str] = {}
+        content_type = accept = binary_length = None  # the first of each
         for key, value in scope["headers"]:
-            if key in _HEADERS and key not in found:
-                found[key] = value.decode("latin-1")
-        self.content_type = found.get(b"content-type")
-        self.accept = found.get(b"accept")
-        self.binary_length = found.get(v2_binary.HEADER_KEY)
+            if key == b"content-type":
+                if content_type is None:
+                    content_type = value.decode("latin-1")
+            elif key == b"accept":
+                if accept is None:
+                    accept = value.decode("latin-1")
+            elif key == _BINARY_LENGTH and binary_length is None:
+                binary_length = value.decode("latin-1")
+        self.content_type, self.accept, self.binary_length = content_type, accept, binary_length
         if self.content_type == JSON_MEDIA_TYPE:  # the usual header, already its media type
             self.media, self.json, self.csv = JSON_MEDIA_TYPE, True, False
         else:
@@ -148,7 +152,7 @@ class Call:
         return self.scope.get("state", {}).get("request_id", "-")
 
 
-_HEADERS = frozenset({b"content-type", b"accept", v2_binary.HEADER_KEY})
+_BINARY_LENGTH = v2_binary.HEADER_KEY
 
 
 async def read_body(receive: Receive) -> bytes:
