@@ -56,14 +56,18 @@ def set_header(message: Message, key: bytes, value: bytes) -> None:
     in place and any later ones dropped, else the header is appended; without building the
     wrapper and encoding the name on every response.
     """
-    headers = list(message.get("headers", ()))
+    given = message.get("headers", ())
+    for name, _ in given:
+        if name == key:
+            break
+    else:  # not there (the usual case): appended
+        message["headers"] = [*given, (key, value)]
+        return
+    headers = list(given)
     found = [i for i, (name, _) in enumerate(headers) if name == key]
-    if found:
-        headers[found[0]] = (key, value)
-        for i in reversed(found[1:]):
-            del headers[i]
-    else:
-        headers.append((key, value))
+    headers[found[0]] = (key, value)
+    for i in reversed(found[1:]):
+        del headers[i]
     message["headers"] = headers
 
 
