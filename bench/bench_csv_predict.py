@@ -42,7 +42,7 @@ from sklearn.preprocessing import StandardScaler
 from bench.common import binary_tensor_body, peak_rss_during, time_median
 from bench.server import peak_rss_mb, reset_peak_rss, start_server, stop_server
 from bsvm_core.kernel_svm import KernelSVM
-from service.training.worker import with_preprocessing
+from service.training.fitting import with_preprocessing
 
 PARAMS = {"C": 1.0, "kernel": "rbf", "gamma": "scale"}
 SERVER_CORE, CLIENT_CORE = 0, 1

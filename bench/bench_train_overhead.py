@@ -181,7 +181,7 @@ def bodies(model_type: str, X: np.ndarray, y: np.ndarray) -> dict[str, tuple[byt
 
 def fit_alone(model_type: str, X: np.ndarray, y: np.ndarray) -> float:
     """Seconds of the service's own pipeline fit (default params and preprocessing), here."""
-    from service.training.worker import with_preprocessing
+    from service.training.fitting import with_preprocessing
 
     spec = model_types()[model_type]
     model = with_preprocessing(spec.make_estimator({}), spec.preprocess)

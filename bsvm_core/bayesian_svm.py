@@ -15,6 +15,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_random_state
 
 from ._validation import check_fit_data, check_fitted, check_predict_data, encode_labels
+from .bayes_params import check_params, is_number
+from .bayes_partitioned import PartitionFitMixin
 from .bayesian_summary import (
     coefficient_draws,
     coefficient_means,
@@ -26,12 +28,7 @@ from .draw_quantiles import DEFAULT_MAX_BYTES, default_threads
 from .exceptions import BsvmValueError, MCMCConvergenceWarning
 from .mcmc_convergence import MIN_DRAWS, chain_diagnostics, convergence_message
 from .multiclass import binary_problems, problem_targets
-from .partition_moments import column_moments
-from .partitions import RowPartitions
-
-METHODS = ("em", "ecme", "mcmc", "spike_slab")
-PRIOR_RANGE = (1e-100, 1e100)
-"""Allowed range of nu, a_nu and b_nu: their squares and reciprocals stay far from over/underflow."""
+from .solvers.bayes_em import warm_point
 
 
 def standardise(X: np.ndarray, centre: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -66,12 +63,7 @@ class _ProgressMeter:
         return report
 
 
-def warm_point(beta: np.ndarray) -> np.ndarray:
-    """A previous mode as EM's start, exact zeros nudged to 1e-6 (zero is absorbing for α < 2)."""
-    return np.where(np.abs(beta) < 1e-6, 1e-6, beta)
-
-
-class BayesianSVM(ClassifierMixin, BaseEstimator):
+class BayesianSVM(PartitionFitMixin, ClassifierMixin, BaseEstimator):
     """Bayesian linear SVM by data augmentation (Polson & Scott 2011), binary or one-vs-rest.
 
     The pseudo-posterior is exp(-2 Σ hinge) × Π exp(-|β_j/ν|^α) on standardised predictors (training
@@ -212,48 +204,7 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
 
     # -- fitting -------------------------------------------------------------------------------------
     def _check_params(self) -> None:
-        checks = [
-            (self.method in METHODS, f"method must be one of {METHODS}, got {self.method!r}."),
-            (_num(self.alpha) and 0 < self.alpha <= 2, "alpha must be in (0, 2]."),
-            (
-                _num(self.nu) and PRIOR_RANGE[0] <= self.nu <= PRIOR_RANGE[1],
-                f"nu must be a number in [{PRIOR_RANGE[0]:g}, {PRIOR_RANGE[1]:g}], got {self.nu!r} "
-                "(the prior precision nu^-2 and the slab variance nu^2 must stay inside float64).",
-            ),
-            (
-                _num(self.a_nu) and PRIOR_RANGE[0] <= self.a_nu <= PRIOR_RANGE[1],
-                f"a_nu must be a number in [{PRIOR_RANGE[0]:g}, {PRIOR_RANGE[1]:g}].",
-            ),
-            (
-                _num(self.b_nu) and PRIOR_RANGE[0] <= self.b_nu <= PRIOR_RANGE[1],
-                f"b_nu must be a number in [{PRIOR_RANGE[0]:g}, {PRIOR_RANGE[1]:g}].",
-            ),
-            (
-                _int(self.n_draws) and self.n_draws >= 4,
-                "n_draws must be an integer >= 4 (split R-hat needs 4 draws per chain).",
-            ),
-            (_int(self.burn_in) and self.burn_in >= 0, "burn_in must be an integer >= 0."),
-            (_int(self.n_chains) and self.n_chains >= 1, "n_chains must be an integer >= 1."),
-            (_int(self.thin) and self.thin >= 1, "thin must be an integer >= 1."),
-            (
-                _num(self.prior_inclusion) and 0 < self.prior_inclusion <= 1,
-                "prior_inclusion in (0,1]",
-            ),
-            (_num(self.tol) and self.tol > 0, "tol must be > 0."),
-            (_int(self.max_iter) and self.max_iter >= 1, "max_iter must be an integer >= 1."),
-            (self.multiclass == "ovr", f"multiclass must be 'ovr', got {self.multiclass!r}."),
-            (
-                self.method != "spike_slab" or self.alpha in (1.0, 2.0),
-                "spike_slab supports alpha 1 (Laplace slab) or 2 (Gaussian slab) only.",
-            ),
-            (
-                self.method != "spike_slab" or not self.learn_nu,
-                "spike_slab keeps nu fixed (bayes-svm.md §7); learn_nu must be False.",
-            ),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise BsvmValueError(message)
+        check_params(self)
 
     def fit(self, X: Any, y: Any) -> BayesianSVM:
         """Standardise X, then fit one binary model (two classes) or one per class (one-vs-rest)."""
@@ -272,108 +223,6 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
         else:
             self._fit_mcmc(tasks, penalised)
         return self
-
-    def fit_partitions(self, parts: RowPartitions) -> BayesianSVM:
-        """Fit on row partitions (``bsvm_core.partitions``) by sums over rows: EM, ECME or MCMC.
-
-        The data never come together: standardisation takes one pass (merged column moments),
-        EM and ECME one pass per iteration (the Anderson candidate is evaluated in the same pass)
-        plus two for the exact finish, which gathers only the rows near the hinge kink and
-        certifies the mode on every row (ECME: two or three per round of its exact finish, which
-        alternates that exact mode with ν's update until both are fixed); MCMC one pass per sweep for every chain and class. The
-        learned attributes are those of ``fit`` on the same rows (EM/ECME: the same mode; MCMC:
-        draws of the same posterior from other random streams, without ``fit``'s collapsed
-        moves), plus ``n_passes_``, the passes made. ``spike_slab`` needs the rows in memory.
-        """
-        from .solvers.bayes_sums import Design, PassCounter
-
-        self._check_params()
-        if self.method == "spike_slab":
-            raise BsvmValueError(
-                "method='spike_slab' cannot be fitted by partitions: its single-site moves of "
-                "the inclusion indicators need the rows in memory; load the rows (at most the "
-                "in-memory row limit) and call fit."
-            )
-        moments = column_moments(parts)
-        if moments.n == 0 or not moments.finite:
-            raise BsvmValueError("the partitions hold no rows, or X contains NaN or infinity.")
-        if moments.classes.size < 2:
-            raise BsvmValueError(
-                f"y contains {moments.classes.size} class; a classifier needs at least 2 classes."
-            )
-        self.classes_ = moments.classes
-        self.n_features_in_ = int(parts.n_features)
-        if hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
-        mean, scale = moments.standardisation(bool(self.fit_intercept))
-        self.mean_, self.scale_ = mean * moments.power, scale * moments.power
-        binary = self.classes_.size == 2
-        labels = (self.classes_[1],) if binary else tuple(self.classes_)
-        design = Design(moments.power, mean, scale, bool(self.fit_intercept), labels)
-        penalised = np.ones(parts.n_features + int(self.fit_intercept), dtype=bool)
-        penalised[0] = not self.fit_intercept
-        counter = PassCounter()
-        meter = self._meter(len(labels))
-        progress = [meter.part(t) for t in range(len(labels))] if meter else None
-        if self.method in ("em", "ecme"):
-            self._fit_modes_partitions(parts, design, penalised, progress, counter)
-        else:
-            self._fit_mcmc_partitions(parts, design, penalised, progress, counter)
-        self.n_passes_ = 1 + counter.passes
-        return self
-
-    def _fit_modes_partitions(
-        self,
-        parts: RowPartitions,
-        design: Any,
-        penalised: np.ndarray,
-        progress: list[Callable[[float], None]] | None,
-        counter: Any,
-    ) -> None:
-        from .solvers.bayes_em_partitions import fit_modes_by_partitions
-
-        n_problems = len(design.labels)
-        previous = getattr(self, "beta_std_", None) if self.warm_start else None
-        if self.method != "em" or (
-            previous is not None and previous.shape != (n_problems, penalised.size)
-        ):
-            previous = None
-        results = fit_modes_by_partitions(
-            parts, design, self.method, alpha=float(self.alpha), nu=float(self.nu),
-            a_nu=float(self.a_nu), b_nu=float(self.b_nu), penalised=penalised, tol=self.tol,
-            max_iter=self.max_iter, progress=progress, counter=counter,
-            beta0=None if previous is None else [warm_point(b) for b in previous],
-        )  # fmt: skip
-        if progress:
-            for report in progress:
-                report(1.0)
-        self._store_modes(results)
-
-    def _fit_mcmc_partitions(
-        self,
-        parts: RowPartitions,
-        design: Any,
-        penalised: np.ndarray,
-        progress: list[Callable[[float], None]] | None,
-        counter: Any,
-    ) -> None:
-        from .solvers.bayes_gibbs_partitions import gibbs_by_partitions
-
-        rs = self.random_state
-        entropy = None if rs is None else int(check_random_state(rs).randint(0, 2**31 - 1))
-        seed = int(np.random.SeedSequence(entropy).entropy)
-        per_problem = gibbs_by_partitions(
-            parts, design, seed=seed, n_chains=self.n_chains, progress=progress,
-            counter=counter, alpha=float(self.alpha), nu=float(self.nu),
-            learn_nu=bool(self.learn_nu), a_nu=float(self.a_nu), b_nu=float(self.b_nu),
-            n_draws=self.n_draws, burn_in=self.burn_in, thin=self.thin, penalised=penalised,
-        )  # fmt: skip
-        out = [
-            {key: value[c] for key, value in chains.items()}
-            for chains in per_problem
-            for c in range(self.n_chains)
-        ]
-        self._store_chains(out, len(per_problem))
 
     def _fit_modes(self, tasks: list[np.ndarray], penalised: np.ndarray) -> None:
         from .solvers.bayes_ecme import fit_ecme
@@ -541,7 +390,7 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
         check_fitted(self, "coef_")
         self._require_draws()
         X = check_predict_data(self, X)
-        if not (_num(max_bytes) and max_bytes > 0):
+        if not (is_number(max_bytes) and max_bytes > 0):
             raise BsvmValueError(f"max_bytes must be a positive number, got {max_bytes!r}.")
         threads = default_threads() if self.n_jobs is None else effective_n_jobs(self.n_jobs)
         return decision_draws(X, self.coef_draws_, self.intercept_draws_, level, max_bytes, threads)
@@ -572,11 +421,3 @@ class BayesianSVM(ClassifierMixin, BaseEstimator):
         """
         check_fitted(self, "coef_")
         return summarise(self, level, scale)
-
-
-def _num(value: Any) -> bool:
-    return isinstance(value, int | float | np.number) and not isinstance(value, bool)
-
-
-def _int(value: Any) -> bool:
-    return isinstance(value, int | np.integer) and not isinstance(value, bool)

@@ -8,7 +8,7 @@ side · x̃'w̃_g (the upper tail mirrored: its comparisons reversed), so one pr
 1. A pilot row per batch of leaves (its middle row) gets its order statistics from all its values;
    the median of its and its neighbours' errors against the guide (exact moments and
    Cornish-Fisher positions, ``draw_quantiles.tail_guide``) is the batch's correction e: a row's
-   statistic is expected at z = guide + e SDs from its mean.
+   statistic is expected at z = guide + e SDs from its mean (``screen_guide``).
 2. The batch's bound, then each leaf's, keeps the draws that reach Z = max z + ``SCREEN_MARGIN``
    over the leaf's rows; every dropped value lies above τ = μ + σZ − slack (``tail_limit``), for
    the computed values too.
@@ -39,12 +39,18 @@ from .band_selection import band_select
 from .draw_screen import (
     COLUMN_MULTIPLE,
     UNIT_ROUNDOFF,
-    WhiteDraws,
     kd_blocks,
     leaf_products,
     products,
-    row_axes,
-    whiten_draws,
+)
+from .screen_guide import (
+    Problem,
+    Side,
+    median_errors,
+    new_problem,
+    pilot_errors,
+    pilot_row,
+    problem_axes,
 )
 
 CHUNK_ROWS = 32768
@@ -71,41 +77,6 @@ BAND_HALF = 0.08
 
 BAND_SPAN = 8
 """Depths of one tail further apart than this are selected from the whole band (−∞, τ]."""
-
-PILOT_MARGIN = 0.3
-"""SDs past the guide's position up to which a pilot row's values are selected among."""
-
-PILOT_WINDOW = 3
-"""A batch's correction is the median of the errors of this many pilots: its own (its middle row)
-and its neighbours' in k-d order."""
-
-
-@dataclass(frozen=True)
-class _Side:
-    """One tail of a problem as the lower tail of sign · x̃'w̃_g: the rows' signed means and guide
-    positions, the depths needed and where they go."""
-
-    sign: int
-    mu: np.ndarray  # sign · x̃'w̄, (n,)
-    z: np.ndarray  # guide position of the deepest statistic, in SDs from mu, (n,)
-    depths: list[int]  # ascending; 0 the smallest of sign · values
-    columns: list[int]  # the statistics' columns in the problem's output, as depths
-
-
-@dataclass(frozen=True)
-class _Problem:
-    """One projection problem's rows, draws, ranks, and per-row screen quantities."""
-
-    Xt: np.ndarray
-    Wt: np.ndarray
-    draws: WhiteDraws
-    ranks: list[int]
-    sd: np.ndarray
-    unit: np.ndarray
-    sigma: np.ndarray
-    slack: np.ndarray
-    sides: list[_Side]
-    step: int  # rows whose every value is computed at once
 
 
 class _Scratch(threading.local):
@@ -157,7 +128,7 @@ def screened_statistics(
     pool = ThreadPoolExecutor(n_threads) if n_threads > 1 else None
     mapped = map if pool is None else pool.map
     try:
-        axes = list(mapped(lambda p: _axes(Xt, Wts[p], moments[p]), range(len(Wts))))
+        axes = list(mapped(lambda p: problem_axes(Xt, Wts[p], moments[p]), range(len(Wts))))
         live = [p for p, a in enumerate(axes) if a is not None]
         out: list[np.ndarray | None] = [None] * len(Wts)
         if not live or dq._tails(ranks, Wts[0].shape[1]) is None:
@@ -167,7 +138,7 @@ def screened_statistics(
         units = np.hstack([axes[p][1] for p in live])  # type: ignore[index]
         tree = (pool.submit if pool else _Done)(kd_blocks, units, np.flatnonzero(usable), leaf_rows)
         problems = list(
-            mapped(lambda p: _problem(Xt, Wts[p], moments[p], axes[p], ranks, step), live)
+            mapped(lambda p: new_problem(Xt, Wts[p], moments[p], axes[p], ranks, step), live)
         )
         leaves = tree.result()
         batches = _batches(leaves, max(leaf_rows, min(BATCH_ROWS, budget_rows)))
@@ -176,8 +147,8 @@ def screened_statistics(
         lock = threading.Lock()
         limit = budget_rows * Wts[0].shape[1] * dq.BYTES_PER_VALUE // BYTES_PER_KEPT
         scratch = _Scratch(int(limit))
-        pilots = np.array([_pilot([leaves[leaf] for leaf in b]) for b in batches])
-        errors = list(mapped(lambda p: _median_errors(_pilot_errors(p, pilots)), problems))
+        pilots = np.array([pilot_row([leaves[leaf] for leaf in b]) for b in batches])
+        errors = list(mapped(lambda p: median_errors(pilot_errors(p, pilots)), problems))
 
         def run(b: int) -> None:
             batch = _Batch.of([leaves[leaf] for leaf in batches[b]], Xt)
@@ -198,26 +169,6 @@ def screened_statistics(
             stats[i][rows] = _whole_rows(p, rows)
         out[live[i]] = stats[i]
     return out
-
-
-def _pilot(leaves: list[np.ndarray]) -> int:
-    """The middle row of the leaves' rows (k-d order)."""
-    rows = np.concatenate(leaves)
-    return int(rows[rows.size // 2])
-
-
-def _median_errors(errors: np.ndarray) -> np.ndarray:
-    """(sides, batches): for each batch, the median of the finite errors among the pilots of the
-    ``PILOT_WINDOW`` batches around it (0 if none is finite)."""
-    reach = PILOT_WINDOW // 2
-    padded = np.pad(errors, ((0, 0), (reach, reach)), mode="edge")
-    grouped = np.stack([padded[:, i : i + errors.shape[1]] for i in range(2 * reach + 1)], axis=2)
-    finite = np.isfinite(grouped)
-    ordered = np.sort(np.where(finite, grouped, np.inf), axis=2)
-    count = finite.sum(axis=2, keepdims=True)
-    low = np.take_along_axis(ordered, np.maximum(count - 1, 0) // 2, axis=2)
-    high = np.take_along_axis(ordered, np.minimum(count // 2, grouped.shape[2] - 1), axis=2)
-    return np.where(count > 0, (low + high) / 2, 0.0)[..., 0]
 
 
 class _Done:
@@ -246,85 +197,7 @@ def _batches(leaves: list[np.ndarray], rows: int) -> list[np.ndarray]:
     return out
 
 
-def _axes(
-    Xt: np.ndarray, Wt: np.ndarray, moments: tuple[np.ndarray, ...]
-) -> tuple[WhiteDraws, np.ndarray, tuple[np.ndarray, np.ndarray], np.ndarray] | None:
-    """(whitened draws, row axes ŷ, (σ, slack), rows the screen can bound); None without spread."""
-    draws = whiten_draws(Wt, moments[0], moments[1])
-    if draws is None:
-        return None
-    unit, sigma, slack = row_axes(Xt, draws)
-    return draws, unit, (sigma, slack), (sigma > 0) & np.isfinite(slack)
-
-
-def _problem(
-    Xt: np.ndarray,
-    Wt: np.ndarray,
-    moments: tuple[np.ndarray, ...],
-    axes: tuple[WhiteDraws, np.ndarray, tuple[np.ndarray, np.ndarray], np.ndarray] | None,
-    ranks: list[int],
-    step: int,
-) -> _Problem:
-    """The problem's guide and signed tails (``ranks`` in the outer quarters) on its ``axes``.
-
-    A row whose guide is not finite gets the position −∞: its band is empty, and it goes through
-    the screen's limit τ alone (or whole).
-    """
-    assert axes is not None
-    draws, unit, (sigma, slack), _ = axes
-    G = Wt.shape[1]
-    tails = dq._tails(ranks, G)
-    assert tails is not None
-    mu, sd, z_lo, z_hi = _guide(Xt, moments, tails, G)
-    sides = []
-    low = [i for i, r in enumerate(ranks) if r < tails[0]]
-    high = [i for i, r in enumerate(ranks) if r >= tails[0]]
-    with np.errstate(invalid="ignore"):
-        if low:
-            z = np.where(np.isfinite(z_lo) & np.isfinite(mu) & np.isfinite(sd), z_lo, -np.inf)
-            sides.append(_Side(1, mu, z, [ranks[i] for i in low], low))
-        if high:
-            z = np.where(np.isfinite(z_hi) & np.isfinite(mu) & np.isfinite(sd), -z_hi, -np.inf)
-            depths = [G - 1 - ranks[i] for i in reversed(high)]
-            sides.append(_Side(-1, -mu, z, depths, high[::-1]))
-    return _Problem(Xt, Wt, draws, ranks, sd, unit, sigma, slack, sides, step)
-
-
-def _guide(
-    Xt: np.ndarray, moments: tuple[np.ndarray, ...], tails: tuple[int, int], G: int
-) -> np.ndarray:
-    """(4, n): each row's mean, SD and guide positions, ``GUIDE_ROWS`` rows at a time."""
-    out = np.empty((4, Xt.shape[0]))
-    for start in range(0, Xt.shape[0], dq.GUIDE_ROWS):
-        rows = slice(start, start + dq.GUIDE_ROWS)
-        out[:, rows] = dq.tail_guide(Xt[rows], moments, tails, G)
-    return out
-
-
-def _pilot_errors(p: _Problem, pilots: np.ndarray) -> np.ndarray:
-    """(sides, pilots): each pilot row's deepest statistic minus its guide position, in SDs
-    (NaN where not finite): selected among the row's values up to ``PILOT_MARGIN`` SDs past the
-    guide (among all of them where too few lie there)."""
-    F = p.Xt[pilots] @ p.Wt
-    out = np.empty((len(p.sides), pilots.size))
-    for j, side in enumerate(p.sides):
-        values = side.sign * F
-        mu, sd, z, d = side.mu[pilots], p.sd[pilots], side.z[pilots], side.depths[-1]
-        with np.errstate(invalid="ignore", over="ignore"):
-            limit = mu + (z + PILOT_MARGIN) * sd
-        gap = np.nextafter(limit, np.inf)
-        deepest = np.partition(dq._pack(values, values <= limit[:, None], gap, d + 1), d, axis=1)[
-            :, d
-        ]
-        short = ~(deepest <= limit)
-        if short.any():
-            deepest[short] = np.partition(values[short], d, axis=1)[:, d]
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            out[j] = (deepest - mu) / sd - z
-    return out
-
-
-def _whole_rows(p: _Problem, rows: np.ndarray) -> np.ndarray:
+def _whole_rows(p: Problem, rows: np.ndarray) -> np.ndarray:
     """Order statistics of the rows' every value (``draw_quantiles.order_statistics``), ``step``
     rows at a time."""
     out = np.empty((rows.size, len(p.ranks)))
@@ -363,7 +236,7 @@ class _Batch:
 
 
 def _batch(
-    p: _Problem, batch: _Batch, errors: np.ndarray, scratch: _Scratch
+    p: Problem, batch: _Batch, errors: np.ndarray, scratch: _Scratch
 ) -> list[tuple[tuple[np.ndarray, np.ndarray, list[int]], np.ndarray]]:
     """For each side of the problem: ((rows, statistics, their columns) done, rows missed), over a
     batch of leaves whose pilots erred by ``errors`` (one per side)."""
@@ -387,8 +260,8 @@ def _batch(
 
 
 def _leaves_side(
-    p: _Problem,
-    side: _Side,
+    p: Problem,
+    side: Side,
     batch: _Batch,
     z: np.ndarray,
     Z: np.ndarray,

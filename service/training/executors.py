@@ -100,7 +100,7 @@ class LocalExecutor:
     ) -> Outcome:
         """``run_in_process`` with the task's estimator as built (``n_jobs=1``); the warm worker
         it took is replaced once it ends, or once ``refill_after``'s block does. ``artifact``:
-        where the worker writes the fitted model's bytes (``worker.fit_and_evaluate``)."""
+        where the worker writes the fitted model's bytes (``fitting.fit_and_evaluate``)."""
         try:
             return run_in_process(
                 task,

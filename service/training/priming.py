@@ -31,8 +31,8 @@ import numpy as np
 
 from service.model_types import ModelSpec, model_types
 from service.training.artifact_write import artifact_bytes
+from service.training.fitting import with_preprocessing
 from service.training.metrics import classification_metrics
-from service.training.worker import with_preprocessing
 
 logger = logging.getLogger("service.training.priming")
 

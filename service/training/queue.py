@@ -11,7 +11,7 @@ dispatcher thread that, every ``TICK_S``:
   by ``DELETE /jobs/{id}`` on any process, and then kills the work;
 * re-queues running jobs whose lease expired (their process died) or fails them with
   ``TRAINING_ABANDONED`` once they have been tried ``MAX_ATTEMPTS`` times; and forgets finished
-  jobs after ``job_ttl_s``.
+  jobs after ``job_ttl_s`` (these three: ``lease_upkeep``).
 
 Why re-queue once, then fail: a restart or a replica lost in a deploy should not lose a user's
 training, and fits are deterministic (the seed is recorded), so running one again is safe; but a
@@ -27,10 +27,10 @@ while the job is queued or runs in another process.
 Jobs of other kinds (``batch_predict``) share the table, the leases, progress and cancel: the
 queue runs them with the ``JobRunner`` given for their kind (``runners``), in a thread of the
 dispatcher, and ends them with the runner's result (``jobs.result``) or the ``ApiError`` it
-raised. A cancel or a lost lease sets the event the runner watches.
+raised (``other_jobs``). A cancel or a lost lease sets the event the runner watches.
 
 Storing the fitted model, with its retries through outages, and ending a job that has none:
-``finishing.JobFinisher``.
+``finishing.JobFinisher``; the ν path after the job ended: ``nu_path_job``.
 Leases compare wall clocks of different hosts: keep them in sync (NTP) well within ``job_lease_s``.
 """
 
@@ -43,7 +43,6 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 from service.errors import (
@@ -51,13 +50,11 @@ from service.errors import (
     DatabaseUnavailable,
     NotFound,
     StoreUnavailable,
-    TrainingAbandoned,
     TrainingCancelled,
     TrainingFailed,
     TrainingTimeout,
 )
 from service.model_types import ModelTypes
-from service.plots.data import later_keys
 from service.repository.database import Database
 from service.repository.faults import backend_down
 from service.repository.jobs import JobStore, new_job_id
@@ -66,30 +63,23 @@ from service.repository.store import PendingSave, new_model_id
 from service.settings import Settings
 from service.training.executors import Executor
 from service.training.finishing import JobFinisher, Running, error_of
+from service.training.lease_upkeep import LeaseUpkeep
+from service.training.nu_path_job import store_path
+from service.training.other_jobs import JobRunner, run_other
 from service.training.payload import decode_task, encode_task
 from service.training.tasks import TrainTask
-from service.training.worker import Outcome, path_main, run_in_process
+from service.training.worker import Outcome
 
 logger = logging.getLogger("service.training.queue")
 
 ACTIVE = ("queued", "running")
 TICK_S = 0.25
-MAX_ATTEMPTS = 2
-PURGE_EVERY_S = 10.0
 WAIT_POLL_S = 0.05
 """How often a request waiting on a job another process runs reads the job's row."""
 LOCAL_WAIT_S = 1.0
 """Longest wait on the in-process end event of a job this process runs before the row is read
 again (a safety net: the event is set as soon as the job's end is committed)."""
 TRAIN = "train"
-NO_PATH_BY_REFERENCE = (
-    "no nu path for a model trained on data by reference (its rows are not held in memory)"
-)
-
-JobRunner = Callable[[str, bytes, threading.Event, Callable[..., None]], dict[str, Any]]
-"""Runs a job of a kind other than ``train``: ``(job_id, task bytes, cancelled, on_progress)``
-→ the job's result (JSON-able); raises an ``ApiError`` (``TrainingCancelled`` once cancelled).
-``on_progress(fraction, detail=None)``; ``detail`` is a ``ProgressDetail`` as a dict."""
 
 
 class JobQueue:
@@ -143,9 +133,7 @@ class JobQueue:
         """The stored model's record of a waited job this process ended ``succeeded`` (the
         request answers with it instead of reading the job's and the model's rows again)."""
         self._claim_lock = threading.Lock()
-        self._last_purge = self._last_reap = self._last_renewal = 0.0
-        # leases are renewed, and expired ones looked for, a fifth of a lease apart (at most 1 s)
-        self._renew_every = min(settings.job_lease_s / 5, 1.0)
+        self.leases = LeaseUpkeep(settings, self.job_store, self.owner, self._wake)
         self._dispatcher = threading.Thread(target=self._loop, name="job-dispatcher", daemon=True)
         self.finisher = JobFinisher(
             settings, store, self.job_store, self.owner, self._wake, self._stop
@@ -300,8 +288,10 @@ class JobQueue:
     def _loop(self) -> None:
         while not self._stop.is_set():
             try:
-                self._heartbeat()
-                self._reap()
+                with self._lock:
+                    mine = list(self._running.values())
+                self.leases.heartbeat(mine)
+                self.leases.reap()
                 self._claim()
             except Exception as exc:
                 if backend_down(exc) is None:
@@ -393,39 +383,19 @@ class JobQueue:
             thread.start()
 
     def _run_other(self, running: Running, runner: JobRunner, data: bytes, kind: str) -> None:
-        """The runner's result ends the job ``succeeded``; its ``ApiError`` ends it ``failed``
-        (``cancelled`` for a cancel); a job taken over is left to its new owner."""
-        job_id = running.job_id
+        """``other_jobs.run_other``, then the job leaves this process."""
         try:
-            try:
-                result = runner(
-                    job_id, data, running.cancel, lambda f, d=None: self._progress(running, f, d)
-                )
-            except TrainingCancelled as exc:
-                if not running.lost:
-                    self.finisher.end(running, "cancelled", exc)
-                return
-            except ApiError as exc:
-                if not running.lost:
-                    self.finisher.end(running, "failed", exc)
-                return
-            except Exception:
-                logger.exception("%s job %s failed", kind, job_id)
-                if not running.lost:
-                    self.finisher.end(
-                        running, "failed", TrainingFailed(f"the {kind} job failed; see the log")
-                    )
-                return
-            if running.lost:
-                logger.warning("job %s was taken over by another process; result dropped", job_id)
-                return
-            self.job_store.finish_if(
-                job_id, "running", "succeeded", result=result, detail=running.detail
+            run_other(
+                running,
+                runner,
+                data,
+                kind,
+                lambda f, d=None: self._progress(running, f, d),
+                self.finisher,
+                self.job_store,
             )
-        except Exception:
-            logger.exception("job %s could not be concluded", job_id)
         finally:
-            self._forget(job_id)
+            self._forget(running.job_id)
 
     def _forget(self, job_id: str) -> None:
         """This process no longer runs ``job_id``: its slot is free, its waiters (handed the
@@ -437,64 +407,6 @@ class JobQueue:
                 self._answers[job_id] = running.record
         self._job_ended(job_id)
         self._wake.set()
-
-    def _heartbeat(self) -> None:
-        """Renew this process's leases, write progress, pick up cancel flags set anywhere."""
-        with self._lock:
-            mine = list(self._running.values())
-        if not mine:
-            return
-        now = time.time()
-        if now - self._last_renewal >= self._renew_every:
-            self._last_renewal = now
-            lease = now + self.settings.job_lease_s
-            self.job_store.renew(
-                self.owner,
-                {r.job_id: r.progress for r in mine},
-                lease,
-                {r.job_id: r.detail for r in mine if r.detail is not None},
-            )
-        # cancel flags are read every tick: a cancel acts at once
-        state = self.job_store.states([r.job_id for r in mine])
-        for running in mine:
-            row = state.get(running.job_id)
-            if row is None or row.owner != self.owner or row.status != "running":
-                running.lost = True  # re-queued elsewhere after our lease expired, or purged
-                running.cancel.set()
-            elif row.cancel_requested:
-                running.cancel.set()
-
-    def _reap(self) -> None:
-        """Re-queue (or fail) jobs whose owner stopped renewing; forget old finished jobs."""
-        now = time.time()
-        if now - self._last_reap < self._renew_every:
-            return
-        self._last_reap = now
-        expired = self.job_store.requeue_expired(now, MAX_ATTEMPTS)
-        if expired is None:
-            self._purge(now)
-            return
-        requeued, abandoned = expired
-        if requeued:
-            logger.warning("%d training jobs lost their process and were queued again", requeued)
-            self._wake.set()
-        for job_id in abandoned:
-            self.job_store.finish_if(
-                job_id,
-                "running",
-                "failed",
-                TrainingAbandoned(
-                    f"the server process running this training stopped {MAX_ATTEMPTS} times "
-                    "(see its log); the training was given up, send it again or with less work"
-                ),
-            )
-        self._purge(now)
-
-    def _purge(self, now: float) -> None:
-        """Forget jobs that ended more than ``job_ttl_s`` ago (at most every ``PURGE_EVERY_S``)."""
-        if now - self._last_purge > min(PURGE_EVERY_S, self.settings.job_ttl_s / 2):
-            self._last_purge = now
-            self.job_store.purge(now - self.settings.job_ttl_s)
 
     # -- one job -------------------------------------------------------------------------------
     def _progress(
@@ -510,7 +422,15 @@ class JobQueue:
         with held() if held is not None else contextlib.nullcontext():
             outcome = self._fit_and_end(running, task, kept)
         if task.spec.nu_path and outcome.status == "succeeded" and outcome.result is not None:
-            self._store_path(running.job_id, task, outcome.result.estimator)
+            store_path(
+                running.job_id,
+                task,
+                outcome.result.estimator,
+                self.settings,
+                self.store,
+                self.job_store,
+                self._stop,
+            )
 
     def _fit_and_end(self, running: Running, task: TrainTask, kept: PendingSave | None) -> Outcome:
         """Fit the task (unless ``kept`` holds its model), store the model, end the job; how the
@@ -571,35 +491,6 @@ class JobQueue:
             outcome.written.close()
         if running.artifact is not None and os.path.isdir(running.artifact.folder):
             self.store.discard_artifact(running.artifact.model_id)
-
-    def _store_path(self, job_id: str, task: TrainTask, estimator: Any) -> None:
-        """After the job ended (its answer is not kept waiting): the stored model's ν path and the
-        plot data computed beside it (``plots.data.later_plot_data``), in a worker process on
-        the task's rows, into its record (``plot_data.path``, ``plot_data.compare``)."""
-        try:
-            ended = self.job_store.ended_with(job_id)
-            if ended is None or ended[0] != "succeeded" or ended[1] is None:
-                return
-            if task.X is None:  # rows by reference: the path would refit on all of them
-                path = {"error": NO_PATH_BY_REFERENCE}
-                self.store.registry.set_plot_data(ended[1], {"path": path})
-                return
-            outcome = run_in_process(
-                task,
-                timeout_s=self.settings.train_timeout_s,
-                cancelled=self._stop,
-                target=path_main,
-                extra_args=(estimator,),
-            )
-            later = outcome.result if outcome.status == "succeeded" else None
-            if later is None:
-                error = {
-                    "error": f"the path was not computed ({outcome.status}: {outcome.message})"
-                }
-                later = dict.fromkeys(later_keys(task.spec, estimator), error)
-            self.store.registry.set_plot_data(ended[1], later)
-        except Exception:
-            logger.exception("job %s: the model's path could not be stored", job_id)
 
     def _save(
         self, running: Running, task: TrainTask, outcome: Outcome, kept: PendingSave | None

@@ -28,16 +28,16 @@ from sklearn.pipeline import Pipeline
 
 from service.data.loading import PartLoader, iter_blocks
 from service.data.partitions import ScaledPartitions, feature_stats, fit_scaler, open_partitions
-from service.training.metrics import heldout_split
-from service.training.reference_progress import ReferenceProgress
-from service.training.tasks import TrainTask
-from service.training.worker import (
+from service.training.fitting import (
     FitResult,
     _converged,
     _scalar_or_list,
     fit_and_evaluate,
     resolved_params,
 )
+from service.training.metrics import heldout_split
+from service.training.reference_progress import ReferenceProgress
+from service.training.tasks import TrainTask
 
 
 def part_loaders(data: dict[str, Any]) -> list[PartLoader]:

@@ -29,7 +29,7 @@ from service.training.metrics import heldout_split
 from service.training.search_request import selection_plan
 
 if TYPE_CHECKING:
-    from service.training.worker import FitResult
+    from service.training.fitting import FitResult
 
 LIBRARIES = ("bsvm", "numpy", "scipy", "scikit-learn", "joblib")
 ITERATION_PARAMS = ("max_iter", "n_draws", "burn_in")

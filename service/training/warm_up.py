@@ -15,8 +15,8 @@ import numpy as np
 
 from service.model_types import model_types
 from service.training.artifact_write import artifact_bytes
+from service.training.fitting import with_preprocessing
 from service.training.metrics import classification_metrics
-from service.training.worker import with_preprocessing
 
 logger = logging.getLogger("service.training.warm_up")
 

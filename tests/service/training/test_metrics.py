@@ -10,6 +10,7 @@ from sklearn.datasets import load_breast_cancer, load_iris
 from sklearn.metrics import accuracy_score, precision_recall_fscore_support, roc_auc_score
 
 from service.model_types import model_types
+from service.training.fitting import with_preprocessing
 from service.training.metric_formulas import (
     class_indices,
     macro_ovr_auc,
@@ -17,7 +18,6 @@ from service.training.metric_formulas import (
     roc_auc,
 )
 from service.training.metrics import classification_metrics
-from service.training.worker import with_preprocessing
 
 
 def sk_prf(y, pred, classes):

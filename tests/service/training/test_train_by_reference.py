@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 from service.api.app import create_app
 from service.model_types import model_types
 from service.settings import Settings
-from service.training.worker import with_preprocessing
+from service.training.fitting import with_preprocessing
 from tests.service.conftest import BUCKET, wait_for_job
 
 N_FILES = 3

@@ -78,7 +78,7 @@ def test_a_dead_warm_worker_is_skipped(tmp_path):
 
 def imported_by_first_fits(queue) -> None:
     """In a forked worker: the modules the first fit and evaluation of three types import."""
-    from service.training.worker import fit_and_evaluate
+    from service.training.fitting import fit_and_evaluate
 
     before = set(sys.modules)
     rng = np.random.default_rng(1)

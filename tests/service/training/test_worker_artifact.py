@@ -8,7 +8,7 @@ import pytest
 
 from service.repository.local_files import ARTIFACT, LocalArtifact
 from service.repository.store import new_model_id
-from service.training.worker import fit_and_evaluate
+from service.training.fitting import fit_and_evaluate
 from tests.service.slow_estimator import slow_task
 from tests.service.training.test_jobs import make_queue
 
