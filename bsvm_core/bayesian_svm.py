@@ -26,8 +26,10 @@ from .bayesian_summary import (
 )
 from .draw_quantiles import DEFAULT_MAX_BYTES, default_threads
 from .exceptions import BsvmValueError, MCMCConvergenceWarning
+from .linear_rows import linear_rows
 from .mcmc_convergence import MIN_DRAWS, chain_diagnostics, convergence_message
 from .multiclass import binary_problems, problem_targets
+from .row_plans import RowPlan, svm_output
 from .solvers.bayes_em import warm_point
 
 
@@ -370,6 +372,18 @@ class BayesianSVM(PartitionFitMixin, ClassifierMixin, BaseEstimator):
         X = check_predict_data(self, X)
         f = X @ self.coef_.T + self.intercept_
         return f.ravel() if f.shape[1] == 1 else f
+
+    def row_plan(
+        self, mean: np.ndarray | None = None, scale: np.ndarray | None = None
+    ) -> RowPlan | None:
+        """The plan of D = z βᵀ + b, z = (x − ``mean``) / ``scale`` (``linear_rows``; the point
+        decision, not its draws); None unfitted."""
+        if not hasattr(self, "coef_"):
+            return None
+        n_classes = self.classes_.size
+        problems = binary_problems(n_classes, "ovr")
+        rows = linear_rows(np.atleast_2d(self.coef_).T, self.intercept_, mean, scale)
+        return RowPlan(rows, problems, n_classes, svm_output(n_classes, problems))
 
     def predict(self, X: Any) -> np.ndarray:
         """Class labels: sign of the decision (two classes) or its arg-max (one-vs-rest)."""

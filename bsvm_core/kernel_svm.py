@@ -22,14 +22,16 @@ from .kernel_dual import (
     solve_in_lockstep,
     solve_on_shared_matrix,
 )
+from .kernel_rows import kernel_rows
 from .kernels import (
     KERNELS,
     kernel_diagonal,
     kernel_matrix,
     resolve_gamma,
 )
+from .linear_rows import linear_rows
 from .multiclass import REST, certain_labels, label_index
-from .rbf_rows import RbfRows, rbf_rows
+from .rbf_rows import rbf_rows
 from .rbf_scoring import (
     FLOAT32_MIN_ENTRIES,
     decision_error_bound,
@@ -38,6 +40,7 @@ from .rbf_scoring import (
     rbf_product,
     rbf_support_factor,
 )
+from .row_plans import RowPlan, Rows, svm_output
 from .solvers.smo import (
     DualDivergence,
     SMOResult,
@@ -442,17 +445,30 @@ class KernelSVM(SVMClassifierBase):
         A = rbf_exponent(X, center, right, self._gamma)
         return np.exp(A, out=A)
 
-    def rbf_rows(
+    def row_plan(
         self, mean: np.ndarray | None = None, scale: np.ndarray | None = None
-    ) -> RbfRows | None:
-        """A binary rbf model's decision values on rows scaled by (x − ``mean``) / ``scale`` first,
-        as one plan (``rbf_rows``); None for another kernel, more classes, or an unfitted model."""
-        if self.kernel != "rbf" or getattr(self, "classes_", np.empty(0)).size != 2:
+    ) -> RowPlan | None:
+        """The plan of D on rows scaled by (x − ``mean``) / ``scale`` first (``row_plans``): rbf
+        folded (``rbf_rows``), linear as the linear model of W = Sᵀα (``linear_rows``), poly and
+        sigmoid scaled once (``kernel_rows``); None for a callable kernel or an unfitted model."""
+        if callable(self.kernel) or not hasattr(self, "dual_coef_"):
             return None
-        center, right, _ = self._rbf_scoring()
-        return rbf_rows(
-            center, right[:-2].T, self._gamma, self.dual_coef_[0], self.intercept_[0], mean, scale
-        )
+        S, W = self.support_vectors_, self.dual_coef_.T
+        rows: Rows | None
+        if self.kernel == "rbf":
+            center, right, _ = self._rbf_scoring()
+            rows = rbf_rows(center, right[:-2].T, self._gamma, W, self.intercept_, mean, scale)
+        elif self.kernel == "linear":
+            rows = linear_rows(S.T @ W, self.intercept_, mean, scale, np.abs(S).T @ np.abs(W))
+        else:
+            rows = kernel_rows(
+                S, W, self.intercept_, self.kernel, self._gamma, self.degree, self.coef0,
+                mean, scale,
+            )  # fmt: skip
+        if rows is None:
+            return None
+        problems, n_classes = self.binary_problems_, self.classes_.size
+        return RowPlan(rows, problems, n_classes, svm_output(n_classes, problems))
 
     def predict(self, X: Any) -> np.ndarray:
         """Predicted class labels, shape (n_samples,).

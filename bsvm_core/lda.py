@@ -10,6 +10,9 @@ from scipy import linalg
 
 from .discriminant import DiscriminantBase
 from .exceptions import BsvmValueError
+from .linear_rows import linear_rows
+from .multiclass import binary_problems
+from .row_plans import RowPlan
 
 
 def pooled_whitening(residuals: np.ndarray, dof: int, tol: float) -> np.ndarray:
@@ -120,3 +123,17 @@ class LDA(DiscriminantBase):
         if self.classes_.shape[0] == 2:
             return np.hstack([np.zeros_like(scores), scores])
         return scores
+
+    def row_plan(
+        self, mean: np.ndarray | None = None, scale: np.ndarray | None = None
+    ) -> RowPlan | None:
+        """The plan of the discriminants D = z coef_ᵀ + intercept_, z = (x − ``mean``) /
+        ``scale`` (``linear_rows``): the log-odds (two classes), else argmax labels and
+        log-posterior decision values; None unfitted."""
+        if not hasattr(self, "coef_"):
+            return None
+        n_classes = self.classes_.shape[0]
+        rows = linear_rows(self.coef_.T, self.intercept_, mean, scale)
+        if n_classes == 2:
+            return RowPlan(rows, [(1, 0)], 2, "margin")
+        return RowPlan(rows, binary_problems(n_classes, "ovr"), n_classes, "log_posterior")

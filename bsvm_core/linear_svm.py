@@ -17,8 +17,10 @@ from ._blas import single_blas_thread_if
 from ._svm_base import SVMClassifierBase
 from ._validation import check_range
 from .exceptions import BsvmValueError, ConvergenceWarning, DataRangeError
+from .linear_rows import linear_rows
 from .multiclass import binary_problems
 from .partitions import RowPartitions
+from .row_plans import RowPlan, svm_output
 from .solvers.linear_exact import fit_linear_exact
 from .solvers.linear_objective import LinearSolution
 from .solvers.linear_partitioned import fit_linear_partitioned
@@ -244,3 +246,14 @@ class LinearSVM(SVMClassifierBase):
 
     def _decision_matrix(self, X: np.ndarray) -> np.ndarray:
         return X @ self.coef_.T + self.intercept_
+
+    def row_plan(
+        self, mean: np.ndarray | None = None, scale: np.ndarray | None = None
+    ) -> RowPlan | None:
+        """The plan of D = z Wᵀ + b, z = (x − ``mean``) / ``scale`` (``linear_rows``); None
+        unfitted."""
+        if not hasattr(self, "coef_"):
+            return None
+        problems, n_classes = self.binary_problems_, self.classes_.size
+        rows = linear_rows(self.coef_.T, self.intercept_, mean, scale)
+        return RowPlan(rows, problems, n_classes, svm_output(n_classes, problems))

@@ -64,20 +64,21 @@ def certain_labels(
     D: np.ndarray, error: np.ndarray, problems: list[tuple[int, int]], n_classes: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """(labels, certain): ``label_index(D)``, and which rows keep that label for every D' with
-    |D' − D| ≤ ``error`` (per column) and D' rounded to float64.
+    |D' − D| ≤ ``error`` (per column (p,), or per entry (n, p)) and D' rounded to float64.
 
     Two classes: |d| beyond the error. One-vs-rest: the largest value ahead of the next by more
     than both errors. One-vs-one: every pairwise sign sure and one class with the most votes (a
     tie in votes goes to the summed confidences, which are left to the exact values).
     """
     labels = label_index(D, problems, n_classes)
-    slack = error[None, :] + ROUNDING * np.abs(D)
+    E = error if error.ndim == 2 else error[None, :]
+    slack = E + ROUNDING * np.abs(D)
     if n_classes == 2:
         return labels, np.abs(D[:, 0]) > slack[:, 0]
     if problems[0][1] == REST:
         top2 = -np.partition(-D, 1, axis=1)[:, :2]
         gap = top2[:, 0] - top2[:, 1]
-        return labels, gap > 2.0 * error.max() + ROUNDING * np.abs(top2).sum(axis=1)
+        return labels, gap > 2.0 * E.max(axis=1) + ROUNDING * np.abs(top2).sum(axis=1)
     signs_sure = np.all(np.abs(D) > slack, axis=1)
     votes = np.zeros((D.shape[0], n_classes))
     for col, (pos, neg) in enumerate(problems):

@@ -1,4 +1,4 @@
-"""A binary rbf KernelSVM's decision values and labels, with an affine scaling folded in.
+"""An rbf KernelSVM's decision matrix and its error bound, with an affine scaling folded in.
 
 For rows scaled as z = (x − μ) / σ before the model (a ``StandardScaler``: μ its mean, σ its
 scale; none: μ = 0, σ = 1), and c the support vectors' mean (``rbf_scoring``), the centred row is
@@ -8,15 +8,13 @@ scale; none: μ = 0, σ = 1), and c the support vectors' mean (``rbf_scoring``),
 so the scaling costs one subtraction and one product, both of which the centring needed anyway.
 With s̃ = s − c the centred support vectors, the exponents a = −γ‖x̃ − s̃‖² come from one product
 
-    a = [x̃, ‖x̃‖², 1] · [2γ s̃, −γ, −γ‖s̃‖²]ᵀ,   f(x) = Σ_s w_s eᵃ + b,
+    a = [x̃, ‖x̃‖², 1] · [2γ s̃, −γ, −γ‖s̃‖²]ᵀ,   D(x) = Σ_s eᵃ W_s + b   (one column per problem),
 
 the same terms as ``rbf_scoring.rbf_product``'s in another order: a handful of numpy calls for any
-number of rows, against twice as many (and their Python) through a pipeline and
-``KernelSVM.predict``. Decision values thus differ from ``KernelSVM.decision_function``'s by
-rounding only. A label is the sign of f; where |f| is within ``TIE_BOUND`` of a tie (far beyond
-both computations' rounding) the label is left to the estimator (``RbfRows.labels``' ``unsure``),
-so labels are always the estimator's. From ``rbf_scoring.FLOAT32_MIN_ENTRIES`` kernel entries labels
-take eᵃ in float32 (``rbf_scoring.exp_float32``), whose error bound widens that band.
+number of rows. D differs from ``KernelSVM._decision_matrix``'s by rounding only, within
+``tie`` per column (``row_plans.TIE_BOUND`` times the scale of the terms, far beyond both
+computations' rounding). From ``rbf_scoring.FLOAT32_MIN_ENTRIES`` kernel entries, labels may
+take eᵃ in float32 (``rbf_scoring.exp_float32``), whose error bound widens it (``tie32``).
 """
 
 from __future__ import annotations
@@ -27,15 +25,12 @@ import numpy as np
 
 from . import rbf_scoring
 from .rbf_scoring import FLOAT32_MIN_ENTRIES, decision_error_bound, exp_float32
-
-TIE_BOUND = 2.0**-30
-"""Relative width of the band around a tie in which labels are left to the estimator (rounding
-moves a decision value by about (d + m) 2⁻⁵³ times the same scale)."""
+from .row_plans import TIE_BOUND
 
 
 @dataclass(frozen=True, eq=False)
 class RbfRows:
-    """The folded terms of a fitted binary rbf model (module docstring)."""
+    """The folded terms of a fitted rbf model (module docstring)."""
 
     shift: np.ndarray
     """p = μ + σ ⊙ c, (d,)."""
@@ -44,12 +39,18 @@ class RbfRows:
     right: np.ndarray
     """[2γ s̃, −γ, −γ‖s̃‖²]ᵀ, (d + 2, m)."""
     coef: np.ndarray
-    """w, (m,)."""
-    intercept: float
-    tie: float
-    """|f| at most this is too near a tie to give a label from (``TIE_BOUND`` × the scale)."""
-    tie32: float
+    """W, (m, p)."""
+    intercept: np.ndarray
+    """b, (p,)."""
+    tie: np.ndarray
+    """Bound on |D − the estimator's D| per column, (p,)."""
+    tie32: np.ndarray
     """The same with the kernel's exp taken in float32 (plus ``rbf_scoring``'s error bound)."""
+
+    @property
+    def width(self) -> int:
+        """Kernel entries per row (support vectors)."""
+        return self.coef.shape[0]
 
     def exponents(self, X: np.ndarray) -> np.ndarray:
         """a of every row of the raw float64 matrix X (n, d) and support vector, (n, m)."""
@@ -62,17 +63,8 @@ class RbfRows:
         left[:, d + 1] = 1.0
         return np.dot(left, self.right)
 
-    def decisions(self, X: np.ndarray) -> np.ndarray:
-        """f(x) of every row of X (n, d): module docstring's formula."""
-        if X.shape[0] == 1:
-            return np.array([self.decision(X[0])])
-        A = self.exponents(X)
-        f = np.dot(np.exp(A, out=A), self.coef)
-        f += self.intercept
-        return f
-
-    def decision(self, x: np.ndarray) -> float:
-        """f(x) of one raw row x (d,): ``decisions`` of one row, in fewer calls."""
+    def row(self, x: np.ndarray) -> np.ndarray:
+        """D(x) (p,) of one raw row x (d,): ``scores`` of one row, in fewer calls."""
         d = x.shape[0]
         left = np.empty(d + 2)
         v = np.subtract(x, self.shift, out=left[:d])
@@ -81,22 +73,27 @@ class RbfRows:
         left[d] = np.dot(v, v)
         left[d + 1] = 1.0
         a = np.dot(left, self.right)
-        return float(np.dot(np.exp(a, out=a), self.coef)) + self.intercept
+        f = np.dot(np.exp(a, out=a), self.coef)
+        f += self.intercept
+        return f
 
-    def labels(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(f(x) > 0, unsure) of every row of X (n, d): ``unsure`` marks the rows whose f is
-        too near 0 for that sign to be the estimator's (``tie``, or ``tie32`` where eᵃ was taken
-        in float32)."""
+    def row_error(self, x: np.ndarray) -> np.ndarray:
+        """Bound on |D(x) − the estimator's| (p,) of one row: ``tie``."""
+        return self.tie
+
+    def scores(self, X: np.ndarray, screen: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """(D (n, p), its error bound per column (p,)) of every row of X (n, d); ``screen``: eᵃ
+        may be taken in float32 (labels only), the bound widened to ``tie32``."""
         A = self.exponents(X)
-        if rbf_scoring.FLOAT32_SCREEN and A.size >= FLOAT32_MIN_ENTRIES:
+        if screen and rbf_scoring.FLOAT32_SCREEN and A.size >= FLOAT32_MIN_ENTRIES:
             tie = self.tie32
             exp_float32(A)
         else:
             tie = self.tie
             np.exp(A, out=A)
-        f = np.dot(A, self.coef)
-        f += self.intercept
-        return f > 0, ~(np.abs(f) > tie)  # NaN (overflowed rows) unsure too
+        D = np.dot(A, self.coef)
+        D += self.intercept
+        return D, tie
 
 
 def rbf_rows(
@@ -104,16 +101,18 @@ def rbf_rows(
     centred: np.ndarray,
     gamma: float,
     coef: np.ndarray,
-    intercept: float,
+    intercept: np.ndarray,
     mean: np.ndarray | None = None,
     scale: np.ndarray | None = None,
 ) -> RbfRows | None:
     """The plan of support vectors ``centred`` = S − ``center`` (m, d) with dual coefficients
-    ``coef`` (m,) and ``intercept``, behind the scaling (x − ``mean``) / ``scale``; None without
-    support vectors."""
+    ``coef`` (m, p) and ``intercept`` (p,), behind the scaling (x − ``mean``) / ``scale``; None
+    without support vectors."""
     d = center.shape[0]
     if not centred.shape[0]:
         return None
+    W = np.array(coef, dtype=np.float64).reshape(centred.shape[0], -1)
+    b = np.array(intercept, dtype=np.float64).reshape(-1)
     sq = np.einsum("ij,ij->i", centred, centred)
     sigma = np.ones(d) if scale is None else np.asarray(scale, dtype=np.float64)
     mu = np.zeros(d) if mean is None else np.asarray(mean, dtype=np.float64)
@@ -122,14 +121,14 @@ def rbf_rows(
     right[d] = -gamma
     right[d + 1] = -gamma * sq
     offset = float(np.linalg.norm(mu / sigma + center))
-    scale_of_f = float(np.abs(coef).sum()) * (1.0 + gamma * (float(sq.max()) + offset**2))
-    tie = TIE_BOUND * (scale_of_f + abs(float(intercept)))
+    scale_of_f = np.abs(W).sum(axis=0) * (1.0 + gamma * (float(sq.max()) + offset**2))
+    tie = TIE_BOUND * (scale_of_f + np.abs(b))
     return RbfRows(
         shift=mu + sigma * center,
         inv_scale=None if scale is None else 1.0 / sigma,
         right=right,
-        coef=np.array(coef, dtype=np.float64),
-        intercept=float(intercept),
+        coef=W,
+        intercept=b,
         tie=tie,
-        tie32=tie + float(decision_error_bound(np.asarray(coef)[:, None])[0]),
+        tie32=tie + decision_error_bound(W),
     )

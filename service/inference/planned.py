@@ -1,13 +1,16 @@
-"""Labels and decision values from a binary rbf KernelSVM's folded plan.
+"""Labels and decision values from a model's scoring plan (``bsvm_core.row_plans``).
 
-A predict of one row spends more on the estimator's calls than on its arithmetic: the pipeline's
-scaling, ``KernelSVM.predict``'s checks and its dozen numpy calls. For a binary rbf ``KernelSVM``,
-alone or behind ``StandardScaler`` steps, ``bsvm_core.rbf_rows`` folds the scaling into the
-support vectors' terms once per loaded model (the ``Servable``), and rows are scored in a handful
-of numpy calls. Labels are always the estimator's: rows whose decision value is within the
-plan's tie band are scored again by the estimator. Decision values differ from the estimator's by
-float rounding only. Blocks of more than ``PLAN_MAX_ENTRIES`` kernel entries go to the estimator,
-which splits them into blocks of its own.
+A predict of a few rows spends more on the estimator's calls than on its arithmetic: the
+pipeline's scaling, the estimator's checks and its dozen numpy calls. For a ``LinearSVM``,
+``KernelSVM`` (any built-in kernel), ``BayesianSVM`` (its point decision) or ``LDA``, alone or
+behind ``StandardScaler`` steps, the estimator's ``row_plan`` folds the scaling into the model's
+terms once per loaded model (the ``Servable``), and rows are scored in a handful of numpy calls.
+Labels are always the estimator's: rows whose label the plan's error bound cannot settle (a
+decision near a tie, near-equal top classes, a one-vs-one pairwise value near 0) are scored again
+by the estimator. Decision values differ from the estimator's by float rounding only (one-vs-one
+rows with a pairwise value near 0, whose votes could differ, are the estimator's too).
+Probabilities, intervals, QDA and other estimators keep the estimator's scorers. Blocks of more
+than ``PLAN_MAX_ENTRIES`` working entries go to the estimator, which splits them itself.
 """
 
 from __future__ import annotations
@@ -17,12 +20,15 @@ from typing import Any
 import numpy as np
 from sklearn.pipeline import Pipeline
 
-from bsvm_core import KernelSVM
-from bsvm_core.rbf_rows import RbfRows
+from bsvm_core import LDA, BayesianSVM, KernelSVM, LinearSVM
+from bsvm_core.row_plans import RowPlan
 from service.inference.scoring import Scorer, scalers_of
 
 PLAN_MAX_ENTRIES = 2**20
-"""Kernel entries (rows × support vectors) the plan scores at once at most: 8 MiB of float64."""
+"""Working entries (rows × support vectors, or × features) the plan scores at once at most."""
+
+PLANNED = (LinearSVM, KernelSVM, BayesianSVM, LDA)
+"""Estimators (exactly these types: a subclass may score otherwise) that make a ``row_plan``."""
 
 
 def scaling(scalers: list[Any]) -> tuple[np.ndarray | None, np.ndarray | None]:
@@ -39,8 +45,8 @@ def scaling(scalers: list[Any]) -> tuple[np.ndarray | None, np.ndarray | None]:
     return mean, scale
 
 
-def plan_of(estimator: Any) -> tuple[RbfRows, np.ndarray, int] | None:
-    """(plan, classes, rows it scores at once at most) of a binary rbf ``KernelSVM``, alone or
+def plan_of(estimator: Any) -> tuple[RowPlan, np.ndarray, int] | None:
+    """(plan, classes, rows it scores at once at most) of a ``PLANNED`` estimator, alone or
     behind ``StandardScaler`` steps; else None."""
     if type(estimator) is Pipeline:
         scalers = scalers_of(estimator)
@@ -49,17 +55,18 @@ def plan_of(estimator: Any) -> tuple[RbfRows, np.ndarray, int] | None:
         final = estimator.steps[-1][1]
     else:
         final, scalers = estimator, []
-    if type(final) is not KernelSVM:
+    if type(final) not in PLANNED:
         return None
-    plan = final.rbf_rows(*scaling(scalers))
+    plan = final.row_plan(*scaling(scalers))
     if plan is None:
         return None
-    return plan, final.classes_, max(1, PLAN_MAX_ENTRIES // plan.coef.shape[0])
+    return plan, final.classes_, max(1, PLAN_MAX_ENTRIES // max(1, plan.rows.width))
 
 
 def planned_scorers(estimator: Any, scorers: dict[str, Scorer]) -> dict[str, Scorer]:
     """``scorers`` with ``label`` and ``decision`` from the model's plan (the estimator's own for
-    larger blocks, and for labels near a tie); ``scorers`` as they are for any other model."""
+    larger blocks, and for rows the plan cannot settle); ``scorers`` as they are for any other
+    model."""
     found = plan_of(estimator)
     if found is None:
         return scorers
@@ -70,17 +77,15 @@ def planned_scorers(estimator: Any, scorers: dict[str, Scorer]) -> dict[str, Sco
 
         def planned_label(X: np.ndarray) -> Any:
             n = X.shape[0]
-            if n == 1:  # one row: its decision as a float, its label as a slice of classes
-                f = plan.decision(X[0])
-                if not abs(f) > plan.tie:  # near a tie, or NaN
-                    return label(X)
-                return classes[1:] if f > 0 else classes[:1]
+            if n == 1:  # one row: its label as a slice of classes
+                k = plan.row_label(X[0])
+                return label(X) if k is None else classes[k : k + 1]
             if n > max_rows:
                 return label(X)
-            positive, unsure = plan.labels(X)
-            labels = classes[positive.view(np.int8)]
-            if unsure.any():
-                redo = np.flatnonzero(unsure)
+            index, certain = plan.labels(X)
+            labels = classes[index]
+            if not certain.all():
+                redo = np.flatnonzero(~certain)
                 labels[redo] = label(X[redo])
             return labels
 
@@ -88,7 +93,17 @@ def planned_scorers(estimator: Any, scorers: dict[str, Scorer]) -> dict[str, Sco
     if decision is not None:
 
         def planned_decision(X: np.ndarray) -> Any:
-            return plan.decisions(X) if X.shape[0] <= max_rows else decision(X)
+            n = X.shape[0]
+            if n == 1:
+                values = plan.row_decision(X[0])
+                return decision(X) if values is None else values
+            if n > max_rows:
+                return decision(X)
+            values, sure = plan.decisions(X)
+            if sure is not None and not sure.all():
+                redo = np.flatnonzero(~sure)
+                values[redo] = decision(X[redo])
+            return values
 
         out["decision"] = planned_decision
     return out

@@ -3,13 +3,16 @@ decision values equal to rounding, for any chain of ``StandardScaler`` steps in 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from sklearn.datasets import load_breast_cancer, load_iris
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import MinMaxScaler, StandardScaler
 
-from bsvm_core import LDA, KernelSVM
+from bsvm_core import QDA, KernelSVM
+from bsvm_core.rbf_rows import RbfRows
 from service.inference import planned
 from service.inference.planned import plan_of, planned_scorers
 from service.inference.scoring import scorer
@@ -71,10 +74,10 @@ def test_a_row_near_a_tie_gets_the_estimators_label(monkeypatch):
     X, y = cancer()
     pipe = Pipeline([("s", StandardScaler()), ("model", KernelSVM())]).fit(X, y)
     plan, classes, max_rows = plan_of(pipe)
-    wide = planned.RbfRows(
-        **{**plan.__dict__, "tie": 1e9, "tie32": 1e9}
+    wide = RbfRows(**{**plan.rows.__dict__, "tie": np.array([1e9]), "tie32": np.array([1e9])})
+    monkeypatch.setattr(
+        planned, "plan_of", lambda _: (replace(plan, rows=wide), classes, max_rows)
     )  # every value "near a tie"
-    monkeypatch.setattr(planned, "plan_of", lambda _: (wide, classes, max_rows))
     calls = []
     labels = scorer(pipe, "predict")
 
@@ -92,10 +95,9 @@ def test_other_models_keep_their_scorers():
     X, y = load_iris(return_X_y=True)
     base = {"label": lambda rows: rows}
     for model in (
-        Pipeline([("s", StandardScaler()), ("m", KernelSVM())]).fit(X, y),  # three classes
         Pipeline([("s", MinMaxScaler()), ("m", KernelSVM())]).fit(X[y < 2], y[y < 2]),
-        Pipeline([("s", StandardScaler()), ("m", LDA())]).fit(X, y),
-        KernelSVM(kernel="linear").fit(X[y < 2], y[y < 2]),
+        Pipeline([("s", StandardScaler()), ("m", QDA())]).fit(X, y),
+        KernelSVM(kernel=lambda A, B: A @ B.T).fit(X[y < 2], y[y < 2]),
     ):
         assert plan_of(model) is None
         assert planned_scorers(model, base) is base
