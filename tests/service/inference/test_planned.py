@@ -1,8 +1,10 @@
-"""``service.inference.planned``: labels from a binary rbf model's plan are the pipeline's own,
-decision values equal to rounding, for any chain of ``StandardScaler`` steps in front."""
+"""``service.inference.planned``: labels from a model's plan are the pipeline's own (rows built on
+a label boundary included), decision values equal to rounding, for any chain of
+``StandardScaler`` steps in front, for every planned model type, kernel and multiclass scheme."""
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import replace
 
 import numpy as np
@@ -16,6 +18,7 @@ from bsvm_core.rbf_rows import RbfRows
 from service.inference import planned
 from service.inference.planned import plan_of, planned_scorers
 from service.inference.scoring import scorer
+from tests.core.test_row_plans import MODELS, data, near_boundaries, term_scale
 
 
 def scorers_of(pipe) -> dict:
@@ -101,3 +104,39 @@ def test_other_models_keep_their_scorers():
     ):
         assert plan_of(model) is None
         assert planned_scorers(model, base) is base
+
+
+@pytest.mark.parametrize("steps", ["both", "chain"])
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("name", list(MODELS))
+def test_every_planned_model_gives_the_pipelines_labels_near_ties_too(name, n_classes, steps):
+    X, y, _ = data(n_classes, 3)
+    named = [(f"s{i}", step) for i, step in enumerate(STEPS[steps])]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe = Pipeline([*named, ("model", MODELS[name]())]).fit(X, y)
+    found = plan_of(pipe)
+    assert found is not None
+    fns = scorers_of(pipe)
+    truth = pipe.predict(X)
+    near = near_boundaries(found[0], X, np.searchsorted(pipe.classes_, truth))
+    rows = np.vstack([X, near])
+    expected = pipe.decision_function(rows)
+    Z = rows
+    for _, step in named:
+        Z = step.transform(Z)
+    tol = 1e-12 * term_scale(pipe.steps[-1][1], Z)
+    tol = tol if expected.ndim == 2 else tol[:, 0]
+    for n in (1, 3, rows.shape[0]):
+        for start in range(0, rows.shape[0], n):
+            block = slice(start, start + n)
+            np.testing.assert_array_equal(
+                fns["label"](rows[block]), pipe.predict(rows[block]), strict=True
+            )
+            got = fns["decision"](rows[block])
+            # the estimator's own answer for this block (a pairwise value within rounding of 0
+            # may take another vote in a block of another shape)
+            own = pipe.decision_function(rows[block])
+            assert got.shape == own.shape
+            assert np.all(np.abs(got - own) <= tol[block])
+            assert np.all(np.abs(got - expected[block]) <= tol[block] + 1.0)
