@@ -11,6 +11,7 @@ poly moves D by at most deg (d + m + 3) 2⁻⁵³ B^deg ‖W‖₁, sigmoid (tan
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -89,16 +90,20 @@ class KernelRows:
 
     def row(self, x: np.ndarray) -> np.ndarray:
         """D (p,) of one raw row x (d,)."""
-        u = np.dot(self.scaled(x), self.support_t)
+        return self.row_scores(x)[0]
+
+    def row_scores(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(D, E) (p,) each of one raw row x (d,)."""
+        z = self.scaled(x)
+        u = np.dot(z, self.support_t)
         kernel_of_products(u, self.kernel, self.gamma, self.degree, self.coef0)
         f = np.dot(u, self.coef)
         f += self.intercept
-        return f
-
-    def row_error(self, x: np.ndarray) -> np.ndarray:
-        """E (p,) of one raw row x (d,)."""
-        z = self.scaled(x)
-        return self.bound(np.array([np.sqrt(np.dot(z, z))]))[0]
+        B = self.reach * (math.sqrt(np.dot(z, z)) + self.mean_norm) + abs(self.coef0)
+        B = B**self.degree if self.kernel == "poly" else 1.0 + B
+        e = self.coef_tie * B
+        e += self.intercept_tie
+        return f, e
 
 
 def kernel_rows(

@@ -48,11 +48,11 @@ class LinearRows:
         f += self.intercept
         return f
 
-    def row_error(self, x: np.ndarray) -> np.ndarray:
-        """E (p,) of one raw row: |x| (M ⊙ r) + offset."""
+    def row_scores(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(D, E) (p,) each of one raw row: x W' + b' and |x| (M ⊙ r) + offset."""
         e = np.dot(np.abs(x), self.magnitude)
         e += self.offset
-        return e
+        return self.row(x), e
 
 
 def linear_rows(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 REST = -1
@@ -87,3 +89,72 @@ def certain_labels(
         votes[:, neg] += ~win
     unique_top = np.count_nonzero(votes == votes.max(axis=1, keepdims=True), axis=1) == 1
     return labels, signs_sure & unique_top
+
+
+def vote_matrix(problems: list[tuple[int, int]], n_classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """(Δ, c): one-vs-one votes = [D > 0] Δ + c, Δ = P − N and c = 1ᵀN with P, N (problems,
+    classes) the indicators of each problem's positive and negative class."""
+    P = np.zeros((len(problems), n_classes))
+    N = np.zeros((len(problems), n_classes))
+    for col, (pos, neg) in enumerate(problems):
+        P[col, pos] = 1.0
+        N[col, neg] = 1.0
+    return P - N, N.sum(axis=0)
+
+
+def sure_labels(
+    D: np.ndarray,
+    error: np.ndarray,
+    problems: list[tuple[int, int]],
+    n_classes: int,
+    votes: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``certain_labels``' (labels, certain) in fewer calls, the labels ``label_index(D)``'s on the
+    certain rows only (the others are to be scored again): one-vs-one's votes as one product
+    (``vote_matrix``, or ``votes`` made once), whose top, when unique, no confidence term (of
+    magnitude < 1/3) can overturn; one-vs-rest's runner-up as the largest of the others."""
+    E = error if error.ndim == 2 else error[None, :]
+    if n_classes == 2:
+        f = D[:, 0]
+        return (f > 0).view(np.int8), np.abs(f) > E[:, 0] + ROUNDING * np.abs(f)
+    n = D.shape[0]
+    if problems[0][1] == REST:
+        labels = np.argmax(D, axis=1)
+        top = D[np.arange(n), labels]
+        others = D.copy()
+        others[np.arange(n), labels] = -np.inf
+        second = np.maximum.reduce(others, axis=1)
+        bound = 2.0 * np.maximum.reduce(E, axis=1) + ROUNDING * (np.abs(top) + np.abs(second))
+        return labels, top - second > bound
+    delta, base = vote_matrix(problems, n_classes) if votes is None else votes
+    A = np.abs(D)
+    signs_sure = np.logical_and.reduce(A > E + ROUNDING * A, axis=1)
+    V = np.dot(D > 0, delta)
+    V += base
+    labels = np.argmax(V, axis=1)
+    unique_top = np.count_nonzero(V[np.arange(n), labels][:, None] == V, axis=1) == 1
+    return labels, signs_sure & unique_top
+
+
+def sure_label(
+    f: list[float], error: list[float], problems: list[tuple[int, int]], n_classes: int
+) -> int | None:
+    """``sure_labels`` of one row's decision values ``f`` and their ``error`` as Python floats
+    (cheaper than arrays for one row): its label when certain, else None."""
+    if not all(map(math.isfinite, f)):
+        return None
+    if n_classes == 2:
+        return int(f[0] > 0.0) if abs(f[0]) > error[0] + ROUNDING * abs(f[0]) else None
+    if problems[0][1] == REST:
+        k = max(range(len(f)), key=f.__getitem__)  # the first of the largest, as argmax
+        top = f[k]
+        second = max(v for i, v in enumerate(f) if i != k)
+        sure = top - second > 2.0 * max(error) + ROUNDING * (abs(top) + abs(second))
+        return k if sure else None
+    votes = [0] * n_classes
+    for v, e, (pos, neg) in zip(f, error, problems, strict=True):
+        if not abs(v) > e + ROUNDING * abs(v):
+            return None
+        votes[pos if v > 0.0 else neg] += 1
+    k = max(range(n_classes), key=votes.__getitem__)
+    return k if votes.count(votes[k]) == 1 else None

@@ -77,9 +77,9 @@ class RbfRows:
         f += self.intercept
         return f
 
-    def row_error(self, x: np.ndarray) -> np.ndarray:
-        """Bound on |D(x) − the estimator's| (p,) of one row: ``tie``."""
-        return self.tie
+    def row_scores(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(D(x), ``tie``) (p,) each of one raw row x (d,)."""
+        return self.row(x), self.tie
 
     def scores(self, X: np.ndarray, screen: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """(D (n, p), its error bound per column (p,)) of every row of X (n, d); ``screen``: eᵃ

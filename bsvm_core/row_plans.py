@@ -5,22 +5,22 @@ A plan holds the model's decision matrix D (n, p) — one column per binary prob
 (``linear_rows``, ``kernel_rows``, ``rbf_rows``), and a bound E on |D − the estimator's D| per
 entry: ``TIE_BOUND`` times the scale of the terms summed, far beyond both computations' rounding
 (about (d + m) 2⁻⁵³ times that scale). The estimator's own rule turns D into labels
-(``multiclass.label_index``); ``multiclass.certain_labels`` marks the rows whose label some D'
-within E of D could change, which the caller scores again with the estimator, so labels are
-always the estimator's. Decision values are the estimator's output of D (a binary problem's
+(``multiclass.label_index``); ``multiclass.sure_labels`` (``certain_labels`` in fewer calls) marks
+the rows whose label some D' within E of D could change, which the caller scores again with the
+estimator, so labels are always the estimator's. Decision values are the estimator's output of D (a binary problem's
 column, one-vs-rest's D, one-vs-one's votes, LDA's log-posterior) and differ by rounding only;
 one-vs-one's votes jump with a pairwise sign, so a row with a pairwise |D| within E is not sure.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 import numpy as np
 
 from .discriminant import log_posterior
-from .multiclass import ROUNDING, certain_labels, ovo_votes
+from .multiclass import ROUNDING, ovo_votes, sure_label, sure_labels, vote_matrix
 
 TIE_BOUND = 2.0**-30
 """Relative width of the band around a tie in which labels are left to the estimator (rounding
@@ -44,8 +44,8 @@ class Rows(Protocol):
     def row(self, x: np.ndarray) -> np.ndarray:
         """D (p,) of one raw row x (d,)."""
 
-    def row_error(self, x: np.ndarray) -> np.ndarray:
-        """E (p,) of one raw row x (d,)."""
+    def row_scores(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(D, E) (p,) each of one raw row x (d,)."""
 
 
 def signs_sure(D: np.ndarray, E: np.ndarray) -> np.ndarray:
@@ -62,21 +62,22 @@ class RowPlan:
     """(positive, negative) class indices of D's columns (``multiclass.binary_problems``)."""
     n_classes: int
     output: Output
+    votes: tuple[np.ndarray, np.ndarray] = field(init=False, repr=False)
+    """``multiclass.vote_matrix`` of the problems."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "votes", vote_matrix(self.problems, self.n_classes))
 
     def labels(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(class index (n,), certain (n,)) of raw rows X (n, d): ``certain_labels`` of D, E."""
+        """(class index (n,), certain (n,)) of raw rows X (n, d): ``multiclass.sure_labels`` of
+        D, E (indices of rows not certain are to be scored again)."""
         D, E = self.rows.scores(X, screen=True)
-        return certain_labels(D, E, self.problems, self.n_classes)
+        return sure_labels(D, E, self.problems, self.n_classes, self.votes)
 
     def row_label(self, x: np.ndarray) -> int | None:
-        """Class index of one raw row x (d,), or None when not certain."""
-        f = self.rows.row(x)
-        e = self.rows.row_error(x)
-        if self.n_classes == 2:
-            f0 = float(f[0])
-            return int(f0 > 0.0) if abs(f0) > float(e[0]) + ROUNDING * abs(f0) else None
-        labels, certain = certain_labels(f[None, :], e[None, :], self.problems, self.n_classes)
-        return int(labels[0]) if certain[0] else None
+        """Class index of one raw row x (d,), or None when not certain: ``sure_label``."""
+        f, e = self.rows.row_scores(x)
+        return sure_label(f.tolist(), e.tolist(), self.problems, self.n_classes)
 
     def decisions(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """(the estimator's decision values of raw rows X (n, d), sure (n,) or None: all sure)."""
@@ -89,10 +90,10 @@ class RowPlan:
     def row_decision(self, x: np.ndarray) -> np.ndarray | None:
         """Decision values of one raw row x (d,) as the estimator shapes them for one row
         ((1,) or (1, classes)), or None when not sure."""
-        f = self.rows.row(x)[None, :]
-        if self.output == "votes" and not signs_sure(f, self.rows.row_error(x)[None, :])[0]:
-            return None
-        return self._output(f)
+        if self.output != "votes":
+            return self._output(self.rows.row(x)[None, :])
+        f, e = self.rows.row_scores(x)
+        return self._output(f[None, :]) if signs_sure(f[None, :], e[None, :])[0] else None
 
     def _output(self, D: np.ndarray) -> np.ndarray:
         """``decision_function``'s values from D (n, p)."""

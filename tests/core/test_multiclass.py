@@ -6,7 +6,17 @@ from joblib import parallel_config
 from sklearn.datasets import load_iris
 
 from bsvm_core import KernelSVM, LinearSVM
-from bsvm_core.multiclass import REST, binary_problems, ovo_votes, problem_targets
+from bsvm_core.multiclass import (
+    REST,
+    binary_problems,
+    certain_labels,
+    label_index,
+    ovo_votes,
+    problem_targets,
+    sure_label,
+    sure_labels,
+    vote_matrix,
+)
 
 
 def test_problems_per_scheme() -> None:
@@ -53,3 +63,29 @@ def test_parallel_problems_and_folds_give_the_sequential_fit(make) -> None:
     np.testing.assert_array_equal(parallel.decision_function(X), sequential.decision_function(X))
     np.testing.assert_array_equal(parallel.predict_proba(X), sequential.predict_proba(X))
     assert parallel.platt_ == sequential.platt_ and len(parallel.platt_) == 3
+
+
+@pytest.mark.parametrize(
+    ("n_classes", "scheme"), [(2, "ovr"), (3, "ovr"), (5, "ovr"), (3, "ovo"), (5, "ovo")]
+)
+def test_sure_labels_certify_the_rows_certain_labels_does_with_label_index_labels(
+    n_classes: int, scheme: str
+) -> None:
+    problems = binary_problems(n_classes, scheme)
+    rng = np.random.default_rng(n_classes)
+    D = rng.normal(size=(400, len(problems)))
+    D[::5, 0] = rng.choice([0.0, 1e-12, -1e-12], size=D[::5].shape[0])  # near a pairwise tie
+    D[1::7, -1] = D[1::7, 0]  # equal top values
+    D[2::11, 1 % D.shape[1]] = np.nan
+    D[3::13] = np.round(D[3::13])  # ties in votes and values
+    error = rng.uniform(0, 1e-9, D.shape)
+    labels, certain = certain_labels(D, error, problems, n_classes)
+    nan = np.isnan(D).any(axis=1)
+    certain &= ~nan  # a NaN (an overflow) is never sure (certain_labels may pass it)
+    for votes in (None, vote_matrix(problems, n_classes)):
+        fast, sure = sure_labels(D, error, problems, n_classes, votes)
+        np.testing.assert_array_equal(sure, certain)
+        np.testing.assert_array_equal(fast[sure], label_index(D, problems, n_classes)[sure])
+    assert 0.2 < certain.mean() < 1.0
+    for row, e, k, ok in zip(D, error, labels, certain, strict=True):
+        assert sure_label(row.tolist(), e.tolist(), problems, n_classes) == (k if ok else None)
