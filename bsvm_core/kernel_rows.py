@@ -6,7 +6,8 @@ with z = (x − μ) ⊙ r, r = 1 / σ (the kernel of a scaled row does not fold 
 costs one subtraction and one product). The rounding of u = z·s is at most (d + 2) 2⁻⁵³ a ‖s‖ with
 a = ‖z‖ + ‖μ ⊙ r‖ (the scaling's own included), so with B = γ a max‖s‖ + |c₀| ≥ |γu + c₀|:
 poly moves D by at most deg (d + m + 3) 2⁻⁵³ B^deg ‖W‖₁, sigmoid (tanh' ≤ 1, |k| ≤ 1) by
-(d + m + 3) 2⁻⁵³ (1 + B) ‖W‖₁; E is ``TIE_BOUND`` times B^deg deg ‖W‖₁ (or (1 + B) ‖W‖₁) + |b|.
+(d + m + 3) 2⁻⁵³ (1 + B) ‖W‖₁; E is ``TIE_BOUND`` times B^deg deg ‖W‖₁ (or (1 + B) ‖W‖₁) + |b|,
+the largest over the columns (one bound per row).
 """
 
 from __future__ import annotations
@@ -51,10 +52,10 @@ class KernelRows:
     """γ max‖s‖."""
     mean_norm: float
     """‖μ ⊙ r‖."""
-    coef_tie: np.ndarray
-    """TIE_BOUND ‖W‖₁ (deg for poly), (p,)."""
-    intercept_tie: np.ndarray
-    """TIE_BOUND |b|, (p,)."""
+    coef_tie: float
+    """TIE_BOUND maxⱼ ‖Wⱼ‖₁ (deg for poly): one bound for every column."""
+    intercept_tie: float
+    """TIE_BOUND maxⱼ |bⱼ|."""
 
     @property
     def width(self) -> int:
@@ -69,7 +70,8 @@ class KernelRows:
         return Z
 
     def bound(self, norms: np.ndarray) -> np.ndarray:
-        """E of rows with ‖z‖ = ``norms`` (n,), (n, p): module docstring's."""
+        """E (n, 1) of rows with ‖z‖ = ``norms`` (n,): module docstring's, the largest over
+        columns."""
         B = norms + self.mean_norm
         B *= self.reach
         B += abs(self.coef0)
@@ -77,10 +79,12 @@ class KernelRows:
             np.power(B, self.degree, out=B)
         else:
             B += 1.0
-        return np.multiply.outer(B, self.coef_tie) + self.intercept_tie
+        B *= self.coef_tie
+        B += self.intercept_tie
+        return B[:, None]
 
     def scores(self, X: np.ndarray, screen: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """(D, E) (n, p) each of raw rows X (n, d)."""
+        """(D (n, p), E (n, 1)) of raw rows X (n, d)."""
         Z = self.scaled(X)
         U = np.dot(Z, self.support_t)
         kernel_of_products(U, self.kernel, self.gamma, self.degree, self.coef0)
@@ -93,7 +97,7 @@ class KernelRows:
         return self.row_scores(x)[0]
 
     def row_scores(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(D, E) (p,) each of one raw row x (d,)."""
+        """(D (p,), E (1,)) of one raw row x (d,)."""
         z = self.scaled(x)
         u = np.dot(z, self.support_t)
         kernel_of_products(u, self.kernel, self.gamma, self.degree, self.coef0)
@@ -101,9 +105,7 @@ class KernelRows:
         f += self.intercept
         B = self.reach * (math.sqrt(np.dot(z, z)) + self.mean_norm) + abs(self.coef0)
         B = B**self.degree if self.kernel == "poly" else 1.0 + B
-        e = self.coef_tie * B
-        e += self.intercept_tie
-        return f, e
+        return f, np.array([self.coef_tie * B + self.intercept_tie])
 
 
 def kernel_rows(
@@ -139,6 +141,6 @@ def kernel_rows(
         coef0=float(coef0),
         reach=float(gamma) * s_max,
         mean_norm=float(np.linalg.norm(mu_r)),
-        coef_tie=TIE_BOUND * factor * np.abs(W).sum(axis=0),
-        intercept_tie=TIE_BOUND * np.abs(b),
+        coef_tie=TIE_BOUND * factor * float(np.abs(W).sum(axis=0).max(initial=0.0)),
+        intercept_tie=TIE_BOUND * float(np.abs(b).max(initial=0.0)),
     )

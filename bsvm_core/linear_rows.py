@@ -2,9 +2,10 @@
 
     D = x W' + b',   W' = W ⊙ r,   b' = b − (μ ⊙ r) W,   r = 1 / σ   (W scaled by r row-wise),
 
-one product per block of rows. Its error bound per entry is ``TIE_BOUND`` times the scale of the
-terms, E = |x| (M ⊙ r) + (|μ| ⊙ r) M + |b| with M = |W| (or, for a linear-kernel SVM whose W is
-Σ_s s αᵀ, M = |S|ᵀ|α|, the scale of the products the estimator sums).
+one product per block of rows. Its error bound, one per row for every column, is ``TIE_BOUND``
+times the largest scale of the terms, E = maxⱼ [|x| (M ⊙ r) + (|μ| ⊙ r) M + |b|]ⱼ ≤ |x| m + o,
+m = maxⱼ (M ⊙ r)ⱼ, o = maxⱼ ((|μ| ⊙ r) M + |b|)ⱼ, with M = |W| (or, for a linear-kernel SVM whose W
+is Σ_s s αᵀ, M = |S|ᵀ|α|, the scale of the products the estimator sums).
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ class LinearRows:
     intercept: np.ndarray
     """b', (p,)."""
     magnitude: np.ndarray
-    """TIE_BOUND · M ⊙ r, (d, p)."""
+    """TIE_BOUND · m, (d, 1)."""
     offset: np.ndarray
-    """TIE_BOUND · ((|μ| ⊙ r) M + |b|), (p,)."""
+    """TIE_BOUND · o, (1,)."""
 
     @property
     def width(self) -> int:
@@ -35,7 +36,7 @@ class LinearRows:
         return self.weights.shape[0]
 
     def scores(self, X: np.ndarray, screen: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """(D, E) of raw rows X (n, d): x W' + b' and |x| (M ⊙ r) + offset, (n, p) each."""
+        """(D (n, p), E (n, 1)) of raw rows X (n, d): x W' + b' and TIE_BOUND (|x| m + o)."""
         D = np.dot(X, self.weights)
         D += self.intercept
         E = np.dot(np.abs(X), self.magnitude)
@@ -49,7 +50,7 @@ class LinearRows:
         return f
 
     def row_scores(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(D, E) (p,) each of one raw row: x W' + b' and |x| (M ⊙ r) + offset."""
+        """(D (p,), E (1,)) of one raw row: x W' + b' and TIE_BOUND (|x| m + o)."""
         e = np.dot(np.abs(x), self.magnitude)
         e += self.offset
         return self.row(x), e
@@ -73,6 +74,6 @@ def linear_rows(
     return LinearRows(
         weights=W * r[:, None],
         intercept=b - mu_r @ W,
-        magnitude=TIE_BOUND * (M * r[:, None]),
-        offset=TIE_BOUND * (np.abs(mu_r) @ M + np.abs(b)),
+        magnitude=TIE_BOUND * (M * r[:, None]).max(axis=1, keepdims=True, initial=0.0),
+        offset=TIE_BOUND * (np.abs(mu_r) @ M + np.abs(b)).max(keepdims=True),
     )

@@ -112,20 +112,19 @@ def sure_labels(
     """``certain_labels``' (labels, certain) in fewer calls, the labels ``label_index(D)``'s on the
     certain rows only (the others are to be scored again): one-vs-one's votes as one product
     (``vote_matrix``, or ``votes`` made once), whose top, when unique, no confidence term (of
-    magnitude < 1/3) can overturn; one-vs-rest's runner-up as the largest of the others."""
+    magnitude < 1/3) can overturn; one-vs-rest's top two from a sort. ``error`` may also be one
+    bound per row (n, 1)."""
     E = error if error.ndim == 2 else error[None, :]
     if n_classes == 2:
         f = D[:, 0]
         return (f > 0).view(np.int8), np.abs(f) > E[:, 0] + ROUNDING * np.abs(f)
     n = D.shape[0]
     if problems[0][1] == REST:
-        labels = np.argmax(D, axis=1)
-        top = D[np.arange(n), labels]
-        others = D.copy()
-        others[np.arange(n), labels] = -np.inf
-        second = np.maximum.reduce(others, axis=1)
-        bound = 2.0 * np.maximum.reduce(E, axis=1) + ROUNDING * (np.abs(top) + np.abs(second))
-        return labels, top - second > bound
+        ordered = np.sort(D, axis=1)  # NaN last: never sure
+        top, second = ordered[:, -1], ordered[:, -2]
+        widest = E[:, 0] if E.shape[1] == 1 else np.maximum.reduce(E, axis=1)
+        bound = 2.0 * widest + ROUNDING * (np.abs(top) + np.abs(second))
+        return np.argmax(D, axis=1), top - second > bound
     delta, base = vote_matrix(problems, n_classes) if votes is None else votes
     A = np.abs(D)
     signs_sure = np.logical_and.reduce(A > E + ROUNDING * A, axis=1)

@@ -39,13 +39,14 @@ class Rows(Protocol):
         """Working entries per row (support vectors, or features)."""
 
     def scores(self, X: np.ndarray, screen: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """(D (n, p), E (p,) or (n, p)) of raw rows X (n, d); ``screen``: for labels only."""
+        """(D (n, p), E (p,), (n, p) or (n, 1)) of raw rows X (n, d); ``screen``: for labels
+        only."""
 
     def row(self, x: np.ndarray) -> np.ndarray:
         """D (p,) of one raw row x (d,)."""
 
     def row_scores(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(D, E) (p,) each of one raw row x (d,)."""
+        """(D (p,), E (p,) or (1,)) of one raw row x (d,)."""
 
 
 def signs_sure(D: np.ndarray, E: np.ndarray) -> np.ndarray:
@@ -77,7 +78,10 @@ class RowPlan:
     def row_label(self, x: np.ndarray) -> int | None:
         """Class index of one raw row x (d,), or None when not certain: ``sure_label``."""
         f, e = self.rows.row_scores(x)
-        return sure_label(f.tolist(), e.tolist(), self.problems, self.n_classes)
+        error = e.tolist()
+        if len(error) < f.shape[0]:  # one bound for every column
+            error *= f.shape[0]
+        return sure_label(f.tolist(), error, self.problems, self.n_classes)
 
     def decisions(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """(the estimator's decision values of raw rows X (n, d), sure (n,) or None: all sure)."""
