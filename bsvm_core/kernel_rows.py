@@ -96,6 +96,11 @@ class KernelRows:
         """D (p,) of one raw row x (d,)."""
         return self.row_scores(x)[0]
 
+    def margin(self, x: np.ndarray) -> tuple[float, float]:
+        """(D₀, E) of one raw row x (d,) as floats (two classes)."""
+        f, e = self.row_scores(x)
+        return float(f[0]), float(e[0])
+
     def row_scores(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(D (p,), E (1,)) of one raw row x (d,)."""
         z = self.scaled(x)

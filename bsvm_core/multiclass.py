@@ -115,9 +115,9 @@ def sure_labels(
     magnitude < 1/3) can overturn; one-vs-rest's top two from a sort. ``error`` may also be one
     bound per row (n, 1)."""
     E = error if error.ndim == 2 else error[None, :]
-    if n_classes == 2:
+    if n_classes == 2:  # |f| > e + ROUNDING |f|, i.e. |f| > e / (1 − ROUNDING)
         f = D[:, 0]
-        return (f > 0).view(np.int8), np.abs(f) > E[:, 0] + ROUNDING * np.abs(f)
+        return (f > 0).view(np.int8), np.abs(f) > E[:, 0] * (1.0 / (1.0 - ROUNDING))
     n = D.shape[0]
     if problems[0][1] == REST:
         ordered = np.sort(D, axis=1)  # NaN last: never sure

@@ -19,7 +19,7 @@ take eᵃ in float32 (``rbf_scoring.exp_float32``), whose error bound widens it 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -46,6 +46,16 @@ class RbfRows:
     """Bound on |D − the estimator's D| per column, (p,)."""
     tie32: np.ndarray
     """The same with the kernel's exp taken in float32 (plus ``rbf_scoring``'s error bound)."""
+    first: tuple[np.ndarray, float, float] = field(init=False, repr=False)
+    """(W's first column, b₀, ``tie``₀): the first problem's terms, for ``margin``."""
+
+    def __post_init__(self) -> None:
+        first = (
+            np.ascontiguousarray(self.coef[:, 0]),
+            float(self.intercept[0]),
+            float(self.tie[0]),
+        )
+        object.__setattr__(self, "first", first)
 
     @property
     def width(self) -> int:
@@ -77,6 +87,20 @@ class RbfRows:
         f += self.intercept
         return f
 
+    def margin(self, x: np.ndarray) -> tuple[float, float]:
+        """(D(x)₀, its bound ``tie``₀) of one raw row x (d,): ``row``'s first column, as floats,
+        in fewer calls (two classes)."""
+        d = x.shape[0]
+        left = np.empty(d + 2)
+        v = np.subtract(x, self.shift, out=left[:d])
+        if self.inv_scale is not None:
+            v *= self.inv_scale
+        left[d] = np.dot(v, v)
+        left[d + 1] = 1.0
+        a = np.dot(left, self.right)
+        coef, intercept, tie = self.first
+        return float(np.dot(np.exp(a, out=a), coef)) + intercept, tie
+
     def row_scores(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(D(x), ``tie``) (p,) each of one raw row x (d,)."""
         return self.row(x), self.tie
@@ -91,7 +115,10 @@ class RbfRows:
         else:
             tie = self.tie
             np.exp(A, out=A)
-        D = np.dot(A, self.coef)
+        if self.coef.shape[1] == 1:  # one problem: a product with a vector (gemv)
+            D = np.dot(A, self.first[0])[:, None]
+        else:
+            D = np.dot(A, self.coef)
         D += self.intercept
         return D, tie
 

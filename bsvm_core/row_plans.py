@@ -48,6 +48,9 @@ class Rows(Protocol):
     def row_scores(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(D (p,), E (p,) or (1,)) of one raw row x (d,)."""
 
+    def margin(self, x: np.ndarray) -> tuple[float, float]:
+        """(D₀, E₀) of one raw row x (d,) as floats, in the fewest calls (two classes)."""
+
 
 def signs_sure(D: np.ndarray, E: np.ndarray) -> np.ndarray:
     """Rows whose every |D| exceeds E + its own rounding: every pairwise sign sure (n,)."""
@@ -76,7 +79,13 @@ class RowPlan:
         return sure_labels(D, E, self.problems, self.n_classes, self.votes)
 
     def row_label(self, x: np.ndarray) -> int | None:
-        """Class index of one raw row x (d,), or None when not certain: ``sure_label``."""
+        """Class index of one raw row x (d,), or None when not certain: ``sure_label`` (two
+        classes: its rule on ``margin``'s floats, in fewer calls)."""
+        if self.n_classes == 2:
+            f0, e0 = self.rows.margin(x)
+            return (
+                (1 if f0 > 0.0 else 0) if abs(f0) > e0 + ROUNDING * abs(f0) else None
+            )  # NaN: None
         f, e = self.rows.row_scores(x)
         error = e.tolist()
         if len(error) < f.shape[0]:  # one bound for every column
@@ -94,6 +103,8 @@ class RowPlan:
     def row_decision(self, x: np.ndarray) -> np.ndarray | None:
         """Decision values of one raw row x (d,) as the estimator shapes them for one row
         ((1,) or (1, classes)), or None when not sure."""
+        if self.output == "margin":
+            return np.array([self.rows.margin(x)[0]])
         if self.output != "votes":
             return self._output(self.rows.row(x)[None, :])
         f, e = self.rows.row_scores(x)

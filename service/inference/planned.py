@@ -71,6 +71,7 @@ def planned_scorers(estimator: Any, scorers: dict[str, Scorer]) -> dict[str, Sco
     if found is None:
         return scorers
     plan, classes, max_rows = found
+    row_label, row_decision = plan.row_label, plan.row_decision
     out = dict(scorers)
     label, decision = scorers.get("label"), scorers.get("decision")
     if label is not None:
@@ -78,7 +79,7 @@ def planned_scorers(estimator: Any, scorers: dict[str, Scorer]) -> dict[str, Sco
         def planned_label(X: np.ndarray) -> Any:
             n = X.shape[0]
             if n == 1:  # one row: its label as a slice of classes
-                k = plan.row_label(X[0])
+                k = row_label(X[0])
                 return label(X) if k is None else classes[k : k + 1]
             if n > max_rows:
                 return label(X)
@@ -95,7 +96,7 @@ def planned_scorers(estimator: Any, scorers: dict[str, Scorer]) -> dict[str, Sco
         def planned_decision(X: np.ndarray) -> Any:
             n = X.shape[0]
             if n == 1:
-                values = plan.row_decision(X[0])
+                values = row_decision(X[0])
                 return decision(X) if values is None else values
             if n > max_rows:
                 return decision(X)

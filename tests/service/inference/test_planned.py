@@ -14,7 +14,6 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import MinMaxScaler, StandardScaler
 
 from bsvm_core import QDA, KernelSVM
-from bsvm_core.rbf_rows import RbfRows
 from service.inference import planned
 from service.inference.planned import plan_of, planned_scorers
 from service.inference.scoring import scorer
@@ -77,7 +76,7 @@ def test_a_row_near_a_tie_gets_the_estimators_label(monkeypatch):
     X, y = cancer()
     pipe = Pipeline([("s", StandardScaler()), ("model", KernelSVM())]).fit(X, y)
     plan, classes, max_rows = plan_of(pipe)
-    wide = RbfRows(**{**plan.rows.__dict__, "tie": np.array([1e9]), "tie32": np.array([1e9])})
+    wide = replace(plan.rows, tie=np.array([1e9]), tie32=np.array([1e9]))
     monkeypatch.setattr(
         planned, "plan_of", lambda _: (replace(plan, rows=wide), classes, max_rows)
     )  # every value "near a tie"
