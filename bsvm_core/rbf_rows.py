@@ -115,10 +115,8 @@ class RbfRows:
         else:
             tie = self.tie
             np.exp(A, out=A)
-        if self.coef.shape[1] == 1:  # one problem: a product with a vector (gemv)
-            D = np.dot(A, self.first[0])[:, None]
-        else:
-            D = np.dot(A, self.coef)
+        one = self.coef.shape[1] == 1  # one problem: a product with a vector (gemv)
+        D = np.dot(A, self.first[0])[:, None] if one else np.dot(A, self.coef)
         D += self.intercept
         return D, tie
 
