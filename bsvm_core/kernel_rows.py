@@ -96,8 +96,8 @@ class KernelRows:
         """D (p,) of one raw row x (d,)."""
         return self.row_scores(x)[0]
 
-    def margin(self, x: np.ndarray) -> tuple[float, float]:
-        """(D₀, E) of one raw row x (d,) as floats (two classes)."""
+    def margin(self, x: np.ndarray, bound: bool = True) -> tuple[float, float]:
+        """(D₀, E) of one raw row x (d,) as floats (two classes; E whatever ``bound``)."""
         f, e = self.row_scores(x)
         return float(f[0]), float(e[0])
 

@@ -49,9 +49,12 @@ class LinearRows:
         f += self.intercept
         return f
 
-    def margin(self, x: np.ndarray) -> tuple[float, float]:
-        """(D₀, E) of one raw row x (d,) as floats (two classes)."""
-        return float(self.row(x)[0]), float(np.dot(np.abs(x), self.magnitude)[0] + self.offset[0])
+    def margin(self, x: np.ndarray, bound: bool = True) -> tuple[float, float]:
+        """(D₀, E) of one raw row x (d,) as floats (two classes); E = 0 unless ``bound``."""
+        f = float(self.row(x)[0])
+        if not bound:
+            return f, 0.0
+        return f, float(np.dot(np.abs(x), self.magnitude)[0] + self.offset[0])
 
     def row_scores(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(D (p,), E (1,)) of one raw row: x W' + b' and TIE_BOUND (|x| m + o)."""

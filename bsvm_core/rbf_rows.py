@@ -87,9 +87,9 @@ class RbfRows:
         f += self.intercept
         return f
 
-    def margin(self, x: np.ndarray) -> tuple[float, float]:
+    def margin(self, x: np.ndarray, bound: bool = True) -> tuple[float, float]:
         """(D(x)₀, its bound ``tie``₀) of one raw row x (d,): ``row``'s first column, as floats,
-        in fewer calls (two classes)."""
+        in fewer calls (two classes; the bound whatever ``bound``)."""
         d = x.shape[0]
         left = np.empty(d + 2)
         v = np.subtract(x, self.shift, out=left[:d])

@@ -48,8 +48,9 @@ class Rows(Protocol):
     def row_scores(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(D (p,), E (p,) or (1,)) of one raw row x (d,)."""
 
-    def margin(self, x: np.ndarray) -> tuple[float, float]:
-        """(D₀, E₀) of one raw row x (d,) as floats, in the fewest calls (two classes)."""
+    def margin(self, x: np.ndarray, bound: bool = True) -> tuple[float, float]:
+        """(D₀, E₀) of one raw row x (d,) as floats, in the fewest calls (two classes); E₀ may
+        be 0 unless ``bound``."""
 
 
 def signs_sure(D: np.ndarray, E: np.ndarray) -> np.ndarray:
@@ -104,7 +105,7 @@ class RowPlan:
         """Decision values of one raw row x (d,) as the estimator shapes them for one row
         ((1,) or (1, classes)), or None when not sure."""
         if self.output == "margin":
-            return np.array([self.rows.margin(x)[0]])
+            return np.array([self.rows.margin(x, False)[0]])
         if self.output != "votes":
             return self._output(self.rows.row(x)[None, :])
         f, e = self.rows.row_scores(x)

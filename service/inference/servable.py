@@ -2,8 +2,9 @@
 
 Every predict of a model used to work out the same facts again: its answer's head (id, name,
 version, classes), which outputs it gives (``hasattr`` on a pipeline's ``available_if``
-methods), its working bytes per row, and its scoring callables (``inference.scoring``; a binary
-rbf model's labels and decision values of a few rows from its folded plan, ``inference.planned``). A
+methods), its working bytes per row, and its scoring callables (``inference.scoring``; labels
+and decision values of a few rows from the model's plan, scaling folded in, for the linear,
+kernel, Bayesian point and LDA models: ``inference.planned``). A
 ``Servable`` holds them; ``servable`` makes it on the first predict of a loaded estimator and
 the model cache keeps it with the estimator (``ModelStore.prepared``), so it is dropped when
 the estimator is evicted and can never describe another one.
