@@ -66,6 +66,16 @@ def term_scale(model: Any, Z: np.ndarray) -> np.ndarray:
     return (T + np.abs(model.intercept_)).max(axis=1, keepdims=True)
 
 
+def decision_matrix(model: Any, Z: np.ndarray) -> np.ndarray:
+    """The estimator's own D (n, p) of scaled rows Z, before its decision_function's output."""
+    if isinstance(model, LDA):
+        jll = model._joint_log_likelihood(Z)
+        return jll[:, 1:] if model.classes_.size == 2 else jll
+    if isinstance(model, BayesianSVM):
+        return Z @ np.atleast_2d(model.coef_).T + model.intercept_
+    return model._decision_matrix(Z)
+
+
 def near_boundaries(plan: RowPlan, X: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """Pairs of rows a rounding apart on either side of a label boundary of the plan, found by
     bisecting segments between rows of different labels."""
@@ -114,7 +124,12 @@ def test_plan_decisions_and_labels_are_the_estimators(name: str, n_classes: int)
         one = plan.row_decision(rows[i])
         if one is not None:
             assert np.all(np.abs(one - expected[i : i + 1]) <= tol[i : i + 1])
+    D, E = plan.rows.scores(rows)
+    assert np.all(np.abs(D - decision_matrix(model, scaler.transform(rows))) <= E)  # its bound
     index, certain = plan.labels(rows)
+    for i in range(0, rows.shape[0], 11):  # one row's label: the block's, when that is certain
+        if certain[i]:  # (a block may take rbf's exp in float32: a wider band than one row's)
+            assert plan.row_label(rows[i]) == index[i]
     truth = np.searchsorted(model.classes_, model.predict(scaler.transform(rows)))
     np.testing.assert_array_equal(index[certain], truth[certain])
     assert certain.mean() > 0.9
@@ -147,7 +162,12 @@ def test_rbf_multiclass_labels_with_the_float32_screen(monkeypatch, screen: bool
     plan = model.row_plan(scaler.mean_ if scaler.with_mean else None, scaler.scale_)
     rows = np.vstack([X] * 40)  # enough kernel entries for the screen
     assert rows.shape[0] * plan.rows.width >= rbf_scoring.FLOAT32_MIN_ENTRIES
+    D, E = plan.rows.scores(rows)
+    assert np.all(np.abs(D - decision_matrix(model, scaler.transform(rows))) <= E)  # its bound
     index, certain = plan.labels(rows)
+    for i in range(0, rows.shape[0], 11):  # one row's label: the block's, when that is certain
+        if certain[i]:  # (a block may take rbf's exp in float32: a wider band than one row's)
+            assert plan.row_label(rows[i]) == index[i]
     truth = np.searchsorted(model.classes_, model.predict(scaler.transform(rows)))
     np.testing.assert_array_equal(index[certain], truth[certain])
     assert certain.mean() > 0.9
