@@ -31,7 +31,6 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numpy as np
-
 from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import QueryParams
