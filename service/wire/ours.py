@@ -182,6 +182,6 @@ def validate(value: Any) -> PredictQuery:
 
 def answer(out: dict[str, Any], accept: str | None) -> Answer:
     """Our outputs as ``PredictResponse`` JSON, or as CSV when ``Accept`` prefers it."""
-    if wants_csv(accept):
+    if accept is not None and wants_csv(accept):  # no Accept: JSON, without asking
         return csv_answer.answer(out)
     return Answer(encode(out))
