@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,7 +12,7 @@ from service.errors import InvalidInput, detail
 from service.settings import Settings
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-_ALL = np.logical_and.reduce  # ``ndarray.all`` without its Python wrapper
+_FLOAT64 = np.dtype(np.float64)
 
 
 def as_matrix(rows: Sequence[Sequence[float]], settings: Settings, field: str = "X") -> np.ndarray:
@@ -19,11 +20,11 @@ def as_matrix(rows: Sequence[Sequence[float]], settings: Settings, field: str = 
 
     ``rows`` may be nested lists or an array (a 2-D array is never ragged).
     """
-    if type(rows) is np.ndarray and rows.dtype == np.float64 and rows.ndim == 2:
+    if type(rows) is np.ndarray and rows.dtype is _FLOAT64 and rows.ndim == 2:
         n, d = rows.shape  # a decoded body's matrix: within the limits and finite, as it is
         within = 0 < n <= settings.max_rows and 0 < d <= settings.max_features
-        if within and _ALL(np.isfinite(rows), axis=None):
-            return rows
+        if within and math.isfinite(np.vdot(rows, rows)):  # Σ x², not finite with a NaN or ±inf
+            return rows  # (a sum that overflows is checked value by value below)
     if len(rows) == 0:
         raise InvalidInput("no rows were sent", [detail(field, "must hold at least one row")])
     width = len(rows[0])

@@ -35,33 +35,31 @@ def body_timed_out(timeout_s: float) -> RequestTimeout:
     )
 
 
-class Wait:
-    """One open wait for a chunk: its task, deadline, and whether the watch cut it."""
-
-    __slots__ = ("cancelling", "deadline", "fired", "task")
-
-    def __init__(self, task: asyncio.Task[object], deadline: float) -> None:
-        self.task, self.deadline, self.fired = task, deadline, False
-        self.cancelling = task.cancelling()
-
-
 class StallWatch:
-    """Cuts any wait for a body chunk that lasts ``timeout_s``, with one timer for all of them."""
+    """Cuts any wait for a body chunk that lasts ``timeout_s``, with one timer for all of them.
+
+    An open wait is its task's entry in ``waits``: (deadline, the task's ``cancelling()`` count
+    when the wait began). A task waits for one chunk at a time, so the task is the wait's key;
+    ``fired`` holds the tasks the watch cancelled.
+    """
 
     def __init__(self, timeout_s: float) -> None:
         self.timeout_s = timeout_s
         self.period = timeout_s / 4
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.waits: set[Wait] = set()
+        self.waits: dict[asyncio.Task[object], tuple[float, int]] = {}
+        self.fired: set[asyncio.Task[object]] = set()
         self.sweep_handle: asyncio.TimerHandle | None = None
 
     def _sweep(self) -> None:
         """Cancel the tasks of waits past their deadline; come back while any wait is open."""
         self.sweep_handle = None
         now = self.loop.time() if self.loop is not None else 0.0
-        for wait in [w for w in self.waits if w.deadline <= now and not w.fired]:
-            wait.fired = True
-            wait.task.cancel()
+        late = [t for t, (deadline, _) in self.waits.items() if deadline <= now]
+        for task in late:
+            if task not in self.fired:
+                self.fired.add(task)
+                task.cancel()
         if self.waits and self.loop is not None:
             self.sweep_handle = self.loop.call_later(self.period, self._sweep)
 
@@ -69,22 +67,24 @@ class StallWatch:
         """``await receive()``, or ``RequestTimeout`` when it takes ``timeout_s``."""
         loop = asyncio.get_running_loop()
         if loop is not self.loop:  # first use, or a new loop (tests): the old one's waits are gone
-            self.loop, self.waits, self.sweep_handle = loop, set(), None
-        task = asyncio.current_task()
+            self.loop, self.waits, self.fired, self.sweep_handle = loop, {}, set(), None
+        task = asyncio.current_task(loop)
         if task is None:  # not in a task: nothing to cancel, so nothing to time
             return await receive()
-        wait = Wait(task, loop.time() + self.timeout_s)
-        self.waits.add(wait)
+        cancelling = task.cancelling()
+        self.waits[task] = (loop.time() + self.timeout_s, cancelling)
         if self.sweep_handle is None:
             self.sweep_handle = loop.call_later(self.period, self._sweep)
         try:
             return await receive()
         except asyncio.CancelledError:
-            if wait.fired and task.uncancel() <= wait.cancelling:
+            if task in self.fired and task.uncancel() <= cancelling:
                 raise body_timed_out(self.timeout_s) from None
             raise
         finally:
-            self.waits.discard(wait)
+            self.waits.pop(task, None)
+            if self.fired:
+                self.fired.discard(task)
 
 
 async def read_capped_body(receive: Receive, limit: int, watch: StallWatch) -> bytes:

@@ -35,18 +35,23 @@ UNMATCHED_ROUTE = "<unmatched>"
 
 REQUEST_ID_HEADER_KEY = REQUEST_ID_HEADER.lower().encode()
 API_KEY_HEADER_KEY = API_KEY_HEADER.lower().encode()
-_WANTED = frozenset({REQUEST_ID_HEADER_KEY, API_KEY_HEADER_KEY, b"content-length"})
 
 
-def wanted_headers(scope: Scope) -> dict[bytes, str]:
-    """The headers the middleware reads (request id, API key, length), first of each, in one
-    pass."""
-    found: dict[bytes, str] = {}
+def wanted_headers(scope: Scope) -> tuple[str | None, str | None, str | None]:
+    """(request id, API key, ``Content-Length``): the first of each header the middleware reads,
+    in one pass over the scope's headers (named in lower case, as ASGI servers and Starlette's
+    ``Headers`` have them)."""
+    request_id = api_key = length = None
     for key, value in scope["headers"]:
-        key = key.lower()
-        if key in _WANTED and key not in found:
-            found[key] = value.decode("latin-1")
-    return found
+        if key == b"content-length":
+            if length is None:
+                length = value.decode("latin-1")
+        elif key == REQUEST_ID_HEADER_KEY:
+            if request_id is None:
+                request_id = value.decode("latin-1")
+        elif key == API_KEY_HEADER_KEY and api_key is None:
+            api_key = value.decode("latin-1")
+    return request_id, api_key, length
 
 
 def set_header(message: Message, key: bytes, value: bytes) -> None:
@@ -99,16 +104,13 @@ class RequestContextMiddleware:
         self.max_body = int(settings.max_body_mb * 1024 * 1024)
         self.stall_watch = StallWatch(settings.body_timeout_s)
 
-    def _check_declared_length(self, headers: dict[bytes, str]) -> None:
-        """413 at once when ``Content-Length`` already says the body is too large.
+    def _check_declared_length(self, declared: str | None) -> None:
+        """413 at once when ``Content-Length`` (``declared``) already says the body is too large.
 
         A malformed ``Content-Length`` never gets here (the HTTP server rejects it); the streamed
         count in ``read_capped_body`` is the check that cannot be lied to.
         """
-        declared = headers.get(b"content-length")
-        if declared is None:
-            return
-        if declared.isdigit() and int(declared) > self.max_body:
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
             raise too_large(self.max_body)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -116,8 +118,8 @@ class RequestContextMiddleware:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
-        headers = wanted_headers(scope)
-        request_id = new_request_id(headers.get(REQUEST_ID_HEADER_KEY))
+        incoming_id, api_key, declared_length = wanted_headers(scope)
+        request_id = new_request_id(incoming_id)
         state = scope.setdefault("state", {})
         state["request_id"] = request_id
         request_id_value = request_id.encode("latin-1")
@@ -134,8 +136,8 @@ class RequestContextMiddleware:
 
         bound = bind_request_fields(state)
         try:
-            check_api_key(self.settings, scope["path"], headers.get(API_KEY_HEADER_KEY))
-            self._check_declared_length(headers)
+            check_api_key(self.settings, scope["path"], api_key)
+            self._check_declared_length(declared_length)
             body = await read_capped_body(receive, self.max_body, self.stall_watch)
             await self.app(scope, replay(body, receive), send_with_id)
         except ApiError as exc:

@@ -30,6 +30,7 @@ import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import numpy as np
 from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import QueryParams
@@ -147,6 +148,12 @@ class Call:
         return self.scope["app"].state
 
     @property
+    def app_state(self) -> dict[str, Any]:
+        """The app's state as a dict: Starlette's ``State`` keeps its values in ``_state``, read
+        there without a ``State.__getattr__`` call per value."""
+        return self.scope["app"].state._state
+
+    @property
     def request_id(self) -> str:
         """The id the request middleware gave this request."""
         return self.scope.get("state", {}).get("request_id", "-")
@@ -156,8 +163,15 @@ _BINARY_LENGTH = v2_binary.HEADER_KEY
 
 
 async def read_body(receive: Receive) -> bytes:
-    """The request's body: what the request middleware read and capped, handed on whole."""
-    chunks = []
+    """The request's body: what the request middleware read and capped, handed on whole (one
+    message, the usual case, without a list of chunks)."""
+    message = await receive()
+    if message["type"] != "http.request":
+        return b""
+    body = message.get("body", b"")
+    if not message.get("more_body", False):
+        return body
+    chunks = [body]
     while True:
         message = await receive()
         if message["type"] != "http.request":
@@ -165,27 +179,39 @@ async def read_body(receive: Receive) -> bytes:
         chunks.append(message.get("body", b""))
         if not message.get("more_body", False):
             break
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    return b"".join(chunks)
+
+
+def _rows(query: PredictQuery) -> int:
+    """The number of rows of the query's ``X``."""
+    X = query.X
+    return X.shape[0] if type(X) is np.ndarray else rows_shape(query)[0]
 
 
 async def scored(call: Call, query: PredictQuery) -> dict[str, Any]:
     """Our outputs for ``query`` (``inference.predict.score``): on the loop when the model is in
     memory and the work small, else in the thread pool; with micro-batching on, in the pool,
     where concurrent one-row requests can meet."""
-    state = call.state
-    store = store_of(state)
-    batcher = state.predict_batcher
-    settings, gate = state.settings, state.predict_gate
-
-    def run(ready: Servable | None = None) -> dict[str, Any]:
-        return prediction.score(store, settings, gate, query, batcher, ready)
-
-    if batcher is not None:
-        out = await run_in_threadpool(run)
+    state = call.app_state
+    store = state.get("store")
+    if store is None:
+        store = store_of(call.state)  # its 503
+    batcher = state["predict_batcher"]
+    settings, gate = state["settings"], state["predict_gate"]
+    ready = None if batcher is not None else _ready(store, query.model, _rows(query))
+    if ready is not None:  # the usual case: scored here, with no closure or coroutine of its own
+        out = prediction.score(store, settings, gate, query, None, ready)
     else:
-        out = await on_loop_when_cheap(
-            store, query.model, rows_shape(query), run, query.model_field
-        )
+
+        def run(ready: Servable | None = None) -> dict[str, Any]:
+            return prediction.score(store, settings, gate, query, batcher, ready)
+
+        if batcher is not None:
+            out = await run_in_threadpool(run)
+        else:
+            out = await on_loop_when_cheap(
+                store, query.model, rows_shape(query), run, query.model_field
+            )
     call.scope["state"]["model_id"] = out["model_id"]
     return out
 

@@ -41,6 +41,17 @@ class ModelCache:
             return None
         return found[1]
 
+    def cached_companion(self, model_id: str) -> Any | None:
+        """The companion kept with ``model_id``'s cached estimator (now most recently used), or
+        None: ``get`` then ``companion``, in one call."""
+        with self._lock:
+            entry = self._entries.get(model_id)
+            if entry is None:
+                return None
+            self._entries.move_to_end(model_id)
+        found = self._companions.get(model_id)
+        return None if found is None or found[0] is not entry[0] else found[1]
+
     def keep_companion(self, model_id: str, estimator: Any, companion: Any) -> None:
         """Keep ``companion`` with ``model_id``'s entry if it holds ``estimator`` (else nothing)."""
         with self._lock:

@@ -92,7 +92,8 @@ class ReferenceCache:
         left = hit[1] - time.monotonic()
         if left <= 0:
             return None
-        self._refresh_if_due(ref, "model", left)
+        if left < self.resolve_cache_s * REFRESH_AHEAD:  # (``_refresh_if_due``'s first test)
+            self._refresh_if_due(ref, "model", left)
         if hit[2]:  # answered from it as from ``resolve``: the request's line says so
             note_request("stale", True)
         return hit[0]

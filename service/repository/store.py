@@ -201,8 +201,7 @@ class ModelStore:
         model_id = self.registry.resolved(ref)
         if model_id is None or model_id not in self._records:
             return None
-        estimator = self.cache.get(model_id)
-        return None if estimator is None else self.cache.companion(model_id, estimator)
+        return self.cache.cached_companion(model_id)
 
     def list_records(self, **filters: Any) -> tuple[list[dict[str, Any]], int]:
         """A page of records, newest first (see ``ModelRegistry.list_records``)."""

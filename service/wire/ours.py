@@ -64,7 +64,7 @@ def _packed(rows: list[Any], pack: Any, width: int) -> np.ndarray | None:
             packed += pack(*row)
     except (struct.error, OverflowError):
         return None  # ragged, or not numbers
-    return np.frombuffer(packed, dtype=np.float64).reshape(len(rows), width)
+    return np.ndarray((len(rows), width), dtype=np.float64, buffer=packed)  # one call, no view
 
 
 def _matrix(rows: Any) -> np.ndarray | None:
@@ -106,33 +106,45 @@ def _read(raw: bytes) -> tuple[dict[str, Any], Any] | None:
     return value, value.pop("X", None)
 
 
+def _valid_options(value: dict[str, Any]) -> bool:
+    """Whether the body's fields beside ``model`` and ``X`` are all known and certainly valid:
+    ``outputs``, ``level``, ``feature_names``."""
+    if not value.keys() <= FIELDS:
+        return False
+    outputs = value.get("outputs", DEFAULT_OUTPUTS)
+    if outputs is not DEFAULT_OUTPUTS:  # the defaults are valid as they are
+        if type(outputs) is not list or not 1 <= len(outputs) <= MAX_OUTPUTS:
+            return False
+        if not all(type(name) is str and name in OUTPUTS for name in outputs):
+            return False
+    level = value.get("level", DEFAULT_LEVEL)
+    if level is not DEFAULT_LEVEL and (not _is_number(level) or not 0.0 < level < 1.0):
+        return False
+    names = value.get("feature_names")
+    return names is None or (type(names) is list and all(type(n) is str for n in names))
+
+
 def fast_body(raw: bytes) -> PredictQuery | None:
     """The body's query when it is certainly a valid ``PredictRequest``, else ``None``."""
     read = _read(raw)
     if read is None:
         return None
     value, rows = read
-    if not value.keys() <= FIELDS:
-        return None
     model = value.get("model")
     if type(model) is not str or not 1 <= len(model) <= MODEL_REF_MAX_CHARS:
         return None
-    outputs = value.get("outputs", DEFAULT_OUTPUTS)
-    if outputs is not DEFAULT_OUTPUTS:  # the defaults are valid as they are
-        if type(outputs) is not list or not 1 <= len(outputs) <= MAX_OUTPUTS:
-            return None
-        if not all(type(name) is str and name in OUTPUTS for name in outputs):
-            return None
-    level = value.get("level", DEFAULT_LEVEL)
-    if level is not DEFAULT_LEVEL and (not _is_number(level) or not 0.0 < level < 1.0):
-        return None
-    names = value.get("feature_names")
-    if names is not None and (type(names) is not list or not all(type(n) is str for n in names)):
+    if len(value) > 1 and not _valid_options(value):  # just ``model`` (and ``X``): no options
         return None
     X = rows if type(rows) is np.ndarray else _matrix(rows)
     if X is None:
         return None
-    return PredictQuery(model, X, names, list(outputs), float(level))
+    return PredictQuery(
+        model,
+        X,
+        value.get("feature_names"),
+        list(value.get("outputs", DEFAULT_OUTPUTS)),
+        float(value.get("level", DEFAULT_LEVEL)),
+    )
 
 
 def encode(out: dict[str, Any]) -> bytes:
@@ -170,6 +182,6 @@ def validate(value: Any) -> PredictQuery:
 
 def answer(out: dict[str, Any], accept: str | None) -> Answer:
     """Our outputs as ``PredictResponse`` JSON, or as CSV when ``Accept`` prefers it."""
-    if wants_csv(accept):
+    if accept is not None and wants_csv(accept):  # no Accept: JSON, without asking
         return csv_answer.answer(out)
     return Answer(encode(out))

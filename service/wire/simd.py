@@ -74,17 +74,22 @@ def count_open(raw: bytes) -> int:
 
 
 def _rows(X: Any) -> tuple[int, int] | None:
-    """(rows, width) when ``X`` is a non-empty array of non-empty arrays of one length."""
+    """(rows, width) when ``X`` is a non-empty array whose items all have one non-zero length.
+
+    The lengths are taken by ``map(len, X)`` (no Python step per row); an item without one (a
+    number) makes it None. An item with a length that is not an array (a string, an object)
+    passes here and is caught after: ``as_buffer`` refuses it, and the rows then go to the
+    caller as nested lists, whose packing refuses any row that is not a list.
+    """
     if type(X) is not simdjson.Array or len(X) == 0:
         return None
-    width = -1
-    for row in X:
-        if type(row) is not simdjson.Array:
-            return None
-        if width != len(row):
-            if width != -1:
-                return None
-            width = len(row)
+    try:
+        widths = set(map(len, X))
+    except TypeError:
+        return None
+    if len(widths) != 1:
+        return None
+    width = widths.pop()
     return (len(X), width) if width > 0 else None
 
 

@@ -144,3 +144,19 @@ def test_a_companion_lives_and_dies_with_its_entry():
     assert cache.companion("a", first) is None
     cache.put("a", first, 3)  # back in the cache: made again, not found
     assert cache.companion("a", first) is None
+
+
+def test_cached_companion_is_get_then_companion():
+    cache = ModelCache(max_bytes=10)
+    first, second = object(), object()
+    assert cache.cached_companion("a") is None  # no entry
+    cache.put("a", first, 4)
+    assert cache.cached_companion("a") is None  # an entry without a companion
+    cache.keep_companion("a", first, "ready a")
+    cache.put("b", second, 4)
+    assert cache.cached_companion("a") == "ready a"  # and a is now the most recently used
+    cache.put("c", object(), 4)  # evicts the least recently used: b, not a
+    assert cache.get("b") is None
+    assert cache.cached_companion("a") == "ready a"
+    cache.put("a", second, 4)  # another estimator under the id: the old companion is gone
+    assert cache.cached_companion("a") is None
