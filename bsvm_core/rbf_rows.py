@@ -73,8 +73,9 @@ class RbfRows:
         left[:, d + 1] = 1.0
         return np.dot(left, self.right)
 
-    def row(self, x: np.ndarray) -> np.ndarray:
-        """D(x) (p,) of one raw row x (d,): ``scores`` of one row, in fewer calls."""
+    def row_exponents(self, x: np.ndarray) -> np.ndarray:
+        """a of one raw row x (d,) and every support vector, (m,): ``exponents`` of one row, in
+        fewer calls."""
         d = x.shape[0]
         left = np.empty(d + 2)
         v = np.subtract(x, self.shift, out=left[:d])
@@ -82,7 +83,11 @@ class RbfRows:
             v *= self.inv_scale
         left[d] = np.dot(v, v)
         left[d + 1] = 1.0
-        a = np.dot(left, self.right)
+        return np.dot(left, self.right)
+
+    def row(self, x: np.ndarray) -> np.ndarray:
+        """D(x) (p,) of one raw row x (d,): ``scores`` of one row, in fewer calls."""
+        a = self.row_exponents(x)
         f = np.dot(np.exp(a, out=a), self.coef)
         f += self.intercept
         return f
@@ -90,14 +95,7 @@ class RbfRows:
     def margin(self, x: np.ndarray, bound: bool = True) -> tuple[float, float]:
         """(D(x)₀, its bound ``tie``₀) of one raw row x (d,): ``row``'s first column, as floats,
         in fewer calls (two classes; the bound whatever ``bound``)."""
-        d = x.shape[0]
-        left = np.empty(d + 2)
-        v = np.subtract(x, self.shift, out=left[:d])
-        if self.inv_scale is not None:
-            v *= self.inv_scale
-        left[d] = np.dot(v, v)
-        left[d + 1] = 1.0
-        a = np.dot(left, self.right)
+        a = self.row_exponents(x)
         coef, intercept, tie = self.first
         return float(np.dot(np.exp(a, out=a), coef)) + intercept, tie
 

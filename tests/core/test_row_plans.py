@@ -97,6 +97,21 @@ def near_boundaries(plan: RowPlan, X: np.ndarray, labels: np.ndarray) -> np.ndar
     return np.array(out)
 
 
+def check_block_labels(plan: Any, model: Any, scaler: Any, rows: np.ndarray) -> np.ndarray:
+    """Assert a block's D is within its bound of the estimator's, its certain labels are the
+    estimator's (and one row's where the block is certain), nearly all certain; the truth."""
+    D, E = plan.rows.scores(rows)
+    assert np.all(np.abs(D - decision_matrix(model, scaler.transform(rows))) <= E)  # its bound
+    index, certain = plan.labels(rows)
+    for i in range(0, rows.shape[0], 11):  # one row's label: the block's, when that is certain
+        if certain[i]:  # (a block may take rbf's exp in float32: a wider band than one row's)
+            assert plan.row_label(rows[i]) == index[i]
+    truth = np.searchsorted(model.classes_, model.predict(scaler.transform(rows)))
+    np.testing.assert_array_equal(index[certain], truth[certain])
+    assert certain.mean() > 0.9
+    return truth
+
+
 @pytest.mark.parametrize("n_classes", [2, 3])
 @pytest.mark.parametrize("name", list(MODELS))
 def test_plan_decisions_and_labels_are_the_estimators(name: str, n_classes: int) -> None:
@@ -124,20 +139,12 @@ def test_plan_decisions_and_labels_are_the_estimators(name: str, n_classes: int)
         one = plan.row_decision(rows[i])
         if one is not None:
             assert np.all(np.abs(one - expected[i : i + 1]) <= tol[i : i + 1])
-    D, E = plan.rows.scores(rows)
-    assert np.all(np.abs(D - decision_matrix(model, scaler.transform(rows))) <= E)  # its bound
-    index, certain = plan.labels(rows)
-    for i in range(0, rows.shape[0], 11):  # one row's label: the block's, when that is certain
-        if certain[i]:  # (a block may take rbf's exp in float32: a wider band than one row's)
-            assert plan.row_label(rows[i]) == index[i]
-    truth = np.searchsorted(model.classes_, model.predict(scaler.transform(rows)))
-    np.testing.assert_array_equal(index[certain], truth[certain])
-    assert certain.mean() > 0.9
+    truth = check_block_labels(plan, model, scaler, rows)
     for i in range(0, rows.shape[0], 13):
         k = plan.row_label(rows[i])
         assert k is None or k == truth[i]
     near = near_boundaries(plan, rows, truth)
-    index, certain = plan.labels(near)
+    _, certain = plan.labels(near)
     assert not certain.any()  # a rounding apart across a boundary: never certain
     assert all(plan.row_label(row) is None for row in near)
     # near a boundary too, decision values are the estimator's wherever the plan is sure (a
@@ -162,15 +169,7 @@ def test_rbf_multiclass_labels_with_the_float32_screen(monkeypatch, screen: bool
     plan = model.row_plan(scaler.mean_ if scaler.with_mean else None, scaler.scale_)
     rows = np.vstack([X] * 40)  # enough kernel entries for the screen
     assert rows.shape[0] * plan.rows.width >= rbf_scoring.FLOAT32_MIN_ENTRIES
-    D, E = plan.rows.scores(rows)
-    assert np.all(np.abs(D - decision_matrix(model, scaler.transform(rows))) <= E)  # its bound
-    index, certain = plan.labels(rows)
-    for i in range(0, rows.shape[0], 11):  # one row's label: the block's, when that is certain
-        if certain[i]:  # (a block may take rbf's exp in float32: a wider band than one row's)
-            assert plan.row_label(rows[i]) == index[i]
-    truth = np.searchsorted(model.classes_, model.predict(scaler.transform(rows)))
-    np.testing.assert_array_equal(index[certain], truth[certain])
-    assert certain.mean() > 0.9
+    check_block_labels(plan, model, scaler, rows)
 
 
 def test_no_plan_for_qda_or_unfitted_models() -> None:
