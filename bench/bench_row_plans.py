@@ -13,6 +13,7 @@ is the median over ``--repeats`` rounds of the process CPU time of ``--calls`` c
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import time
 import warnings
@@ -73,6 +74,8 @@ def main() -> None:
                     ours.append(cpu_per_call(plan[output], rows, args.calls))
                 a, b = statistics.median(est) * 1e6, statistics.median(ours) * 1e6
                 print(f"| {name} | {output} | {n} | {a:.1f} | {b:.1f} | {b / a:.2f} |")
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"\npeak RSS (ru_maxrss) of the process: {peak_mb:.0f} MB")
 
 
 if __name__ == "__main__":
