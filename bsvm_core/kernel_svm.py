@@ -30,7 +30,7 @@ from .kernels import (
     resolve_gamma,
 )
 from .linear_rows import linear_rows
-from .multiclass import REST, certain_labels, label_index
+from .multiclass import REST, label_index, sure_labels
 from .rbf_rows import rbf_rows
 from .rbf_scoring import (
     FLOAT32_MIN_ENTRIES,
@@ -490,7 +490,7 @@ class KernelSVM(SVMClassifierBase):
             return self.classes_[label_index(self._decision_matrix(X), problems, n_classes)]
         D = self._decision_matrix(X, float32_exp=True)
         error = self._rbf_scoring()[2]
-        labels, certain = certain_labels(D, error, problems, n_classes)
+        labels, certain = sure_labels(D, error, problems, n_classes)  # the plans' rule too
         if not certain.all():
             redo = np.flatnonzero(~certain)
             labels[redo] = label_index(self._decision_matrix(X[redo]), problems, n_classes)

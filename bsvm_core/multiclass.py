@@ -70,7 +70,9 @@ def certain_labels(
 
     Two classes: |d| beyond the error. One-vs-rest: the largest value ahead of the next by more
     than both errors. One-vs-one: every pairwise sign sure and one class with the most votes (a
-    tie in votes goes to the summed confidences, which are left to the exact values).
+    tie in votes goes to the summed confidences, which are left to the exact values). The
+    rule written out plainly: the reference ``sure_labels`` (which the estimators and the plans
+    call) is tested against.
     """
     labels = label_index(D, problems, n_classes)
     E = error if error.ndim == 2 else error[None, :]
