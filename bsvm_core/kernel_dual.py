@@ -38,6 +38,7 @@ from .solvers.active_set import active_set_solve
 from .solvers.batched_smo import batched_smo_solve
 from .solvers.kernel_cache import DenseKernelRows, KernelRowCache
 from .solvers.lockstep_active_set import lockstep_active_sets
+from .solvers.lockstep_blocks import grouped_problems, problem_blocks
 from .solvers.lockstep_smo import LockstepResult, lockstep_smo
 from .solvers.smo import SMOResult, default_max_iter, dual_objective, intercept_rule, smo_solve
 from .solvers.smo_distances import smo_solve_distances
@@ -397,11 +398,28 @@ def solve_in_lockstep(
     tol: float,
     cache_mb: float,
 ) -> list[SMOResult]:
-    """Every (row mask, ±1 targets) problem's dual by lockstep SMO over one rbf matrix; as one at
-    a time, a probe (n // ``LOCKSTEP_PROBE_FRACTION`` steps, at least ``LOCKSTEP_PROBE_MIN_STEPS``)
-    may hand over to active sets."""
-    with workspace() as empty:  # D: a buffer kept from the last fit (no fresh pages to touch)
-        return _lockstep_fit(X, problems, C, tol, cache_mb, rbf_distance_matrix(X, gamma, empty))
+    """Every (row mask, ±1 targets) problem's dual by lockstep SMO over each problem's block of one
+    rbf matrix (``solvers.lockstep_blocks``: rows grouped by class, D computed in that order); as
+    one at a time, a probe (n // ``LOCKSTEP_PROBE_FRACTION`` steps, at least
+    ``LOCKSTEP_PROBE_MIN_STEPS``) may hand over to active sets. The blocks of as many problems
+    at a time as fit in ``cache_mb`` beside D (all of them, but on skewed classes)."""
+    n = X.shape[0]
+    order, grouped = grouped_problems(problems, n)
+    solved: list[SMOResult] = []
+    with workspace() as empty:  # D and the blocks: buffers kept from the last fit
+        D = rbf_distance_matrix(X[order], gamma, empty)
+        m = max(rows.size for rows, _ in grouped)
+        room = max(cache_mb * 2**20 - D.nbytes, 0.0)
+        per_call = max(1, int(room // (4 * m * m)))
+        for c0 in range(0, len(grouped), per_call):
+            chunk = grouped[c0 : c0 + per_call]
+            with workspace() as inner:
+                B = problem_blocks(D, [rows for rows, _ in chunk], inner)
+                budget = max(cache_mb - (D.nbytes + B.nbytes) / 2**20, 0.0)
+                solved += _lockstep_fit(X, chunk, C, tol, budget, B)
+    for (rows, _), res in zip(grouped, solved, strict=True):
+        res.alpha = res.alpha.take(np.argsort(order.take(rows)))  # to the problem's row order
+    return solved
 
 
 def _lockstep_fit(
@@ -409,20 +427,20 @@ def _lockstep_fit(
     problems: list[tuple[np.ndarray, np.ndarray]],
     C: float,
     tol: float,
-    cache_mb: float,
-    D: np.ndarray,
+    budget: float,
+    B: np.ndarray,
 ) -> list[SMOResult]:
-    """:func:`solve_in_lockstep` over the distance matrix D."""
-    rows = [mask.nonzero()[0] for mask, _ in problems]
-    jobs = [(r, y_pm) for r, (_, y_pm) in zip(rows, problems, strict=True)]
+    """:func:`solve_in_lockstep` over the problems' blocks B (``solvers.lockstep_blocks``), the
+    active sets' rows within ``budget`` MB."""
+    jobs = problems
+    rows = [r for r, _ in jobs]
     probe_steps = [
         max(LOCKSTEP_PROBE_MIN_STEPS, r.size // LOCKSTEP_PROBE_FRACTION)
         if LOCKSTEP_ACTIVE_SET_MIN_ROWS <= r.size < ACTIVE_SET_MAX_ROWS
         else default_max_iter(r.size)
         for r in rows
     ]
-    solved: list[LockstepResult] = lockstep_smo(D, jobs, C, tol=tol, steps=probe_steps)
-    budget = max(cache_mb - D.nbytes / 2**20, 0.0)
+    solved: list[LockstepResult] = lockstep_smo(B, jobs, C, tol=tol, steps=probe_steps)
     # the rank test once, on all rows (85 µs a problem): a pair of classes of lower rank only
     # makes its active sets give up, and the lockstep SMO finishes it
     full_rank = rank_at_least(X, ACTIVE_SET_MIN_FEATURES)
@@ -436,15 +454,16 @@ def _lockstep_fit(
     ]
     by_active_set: dict[int, SMOResult] = {}
     if ready:
-        with workspace() as empty:  # the kept rows: buffers kept from the last fit
+        with workspace() as empty:  # the active sets' scratch: buffers kept from the last fit
             done = lockstep_active_sets(
-                D,
+                B,
                 [jobs[p] for p in ready],
                 [solved[p].alpha for p in ready],
                 C,
                 tol,
                 budget,
                 empty,
+                ready,
             )
         for p, res in zip(ready, done, strict=True):
             if res is not None:
@@ -453,7 +472,12 @@ def _lockstep_fit(
     resume = [p for p, sol in enumerate(solved) if not sol.converged and p not in by_active_set]
     if resume:
         rest = lockstep_smo(
-            D, [jobs[p] for p in resume], C, tol=tol, starts=[solved[p] for p in resume]
+            B,
+            [jobs[p] for p in resume],
+            C,
+            tol=tol,
+            starts=[solved[p] for p in resume],
+            blocks=resume,
         )
         for p, sol in zip(resume, rest, strict=True):
             solved[p] = sol

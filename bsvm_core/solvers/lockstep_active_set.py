@@ -27,61 +27,42 @@ import numpy as np
 
 from ..workspace import Empty
 from .active_set import MAX_ROUNDS, MIN_ENTERING, SEED_PER_CLASS, newton_step_kernel
-from .lockstep_smo import pad_problems
+from .lockstep_blocks import problem_blocks
 from .smo import SMOResult, intercept_rule
 
 
 class _RowStore:
-    """Each problem's kept kernel rows K(x_t, problem rows), float64, in one padded array."""
+    """Each problem's kept kernel rows (those of the points that entered F ∪ U), at most ``limit``
+    a problem, read from the problem's block of D as K = 1 − D in float64 when they are used."""
 
-    def __init__(self, D: np.ndarray, cols: np.ndarray, limit: int, empty: Empty) -> None:
-        self.D = D
-        self.cols, self.limit, self.empty = cols, limit, empty
-        P, m = cols.shape
-        self.S = empty((P, 0, m))
-        self.slot = np.full((P, m), -1, dtype=np.int64)
+    def __init__(
+        self, B: np.ndarray, P: int, limit: int, empty: Empty, blocks: list[int] | None
+    ) -> None:
+        self.B, self.limit = B, limit
+        self.blocks = list(range(P)) if blocks is None else list(blocks)
+        m = B.shape[1]
+        self.kept = np.zeros((P, m), dtype=bool)
         self.filled = np.zeros(P, dtype=np.int64)
+        self.buffer = empty((m, m))
 
     def ensure(self, need: np.ndarray) -> np.ndarray:
-        """Gather the rows of every (problem, row) in the mask ``need`` not kept yet; returns the
-        problems whose rows would pass ``limit`` (none of theirs is gathered)."""
-        need = need & (self.slot < 0)
+        """Keep the rows of every (problem, row) in the mask ``need``; returns the problems whose
+        rows would pass ``limit`` (none of theirs is kept)."""
+        need = need & ~self.kept
         counts = need.sum(axis=1)
         over = self.filled + counts > self.limit
         if over.any():
             need[over] = False
             counts[over] = 0
-        if not counts.any():
-            return over
-        stop = self.filled + counts
-        self._grow(int(stop.max()))
-        most = int(counts.max())
-        # whole rows of D, then the problem's columns: two takes, half the time of one take
-        # through an index array built by np.add.outer (its int64 index costs more than the rows)
-        picked = self.empty((most, self.D.shape[1]), dtype=self.D.dtype)
-        taken = self.empty((most, self.cols.shape[1]), dtype=self.D.dtype)
-        for p in counts.nonzero()[0]:  # straight into the problem's next rows: no scatter
-            t = need[p].nonzero()[0]
-            r0, r1 = self.filled[p], stop[p]
-            # mode "clip" (the rows are valid): "raise" buffers the output
-            np.take(self.D, self.cols[p].take(t), axis=0, out=picked[: t.size], mode="clip")
-            np.take(picked[: t.size], self.cols[p], axis=1, out=taken[: t.size], mode="clip")
-            np.subtract(1.0, taken[: t.size], out=self.S[p, r0:r1])
-            self.slot[p, t] = np.arange(r0, r1)
-        self.filled = stop
+        self.kept |= need
+        self.filled += counts
         return over
 
-    def _grow(self, rows: int) -> None:
-        """Room for ``rows`` kept rows a problem (half as many again, at least doubling, at most
-        ``limit``)."""
-        have = self.S.shape[1]
-        if rows <= have:
-            return
-        P, _, m = self.S.shape
-        size = min(self.limit, max(rows + rows // 2, 2 * have))
-        S = self.empty((P, size, m))
-        S[:, :have] = self.S
-        self.S = S
+    def rows(self, p: int, idx: np.ndarray) -> np.ndarray:
+        """K(x_idx, problem p's rows) = 1 − D (the float32 difference, as kept rows were), in a
+        buffer reused from call to call."""
+        out = self.buffer[: idx.size]
+        return np.subtract(1.0, self.B[self.blocks[p]].take(idx, axis=0), out=out)
 
 
 def lockstep_active_sets(
@@ -92,6 +73,7 @@ def lockstep_active_sets(
     tol: float,
     cache_mb: float,
     empty: Empty = np.empty,
+    blocks: list[int] | None = None,
 ) -> list[SMOResult | None]:
     """Every problem's dual by active-set rounds in lockstep, from its SMO probe; None where a
     problem gives up (the caller then resumes its SMO).
@@ -112,16 +94,21 @@ def lockstep_active_sets(
     cache_mb : float
         Memory budget of the kept (float64) kernel rows of all problems.
     empty : callable
-        Makes the store and scratch arrays (``np.empty``, or a ``workspace.workspace``'s).
+        Makes the scratch arrays (``np.empty``, or a ``workspace.workspace``'s).
+    blocks : list of int or None
+        With blocks for D, the block of each problem (None: the first ``len(problems)``).
 
     Returns
     -------
     list of SMOResult or None
         In the order of ``problems``; ``n_iter`` counts the rounds.
     """
-    cols, y = pad_problems(problems)
-    P, m = cols.shape
+    B = D if D.ndim == 3 else problem_blocks(D, [rows for rows, _ in problems], empty)
+    P, m = len(problems), B.shape[1]
     sizes = [rows.size for rows, _ in problems]
+    y = np.zeros((P, m))
+    for p, (_, y_pm) in enumerate(problems):
+        y[p, : y_pm.size] = y_pm
     limit = min(m, int(cache_mb * 2**20 // (8 * P * m)))
     results: list[SMOResult | None] = [None] * P
     if limit < 2 * SEED_PER_CLASS:
@@ -129,7 +116,7 @@ def lockstep_active_sets(
     state = np.zeros((P, m), dtype=np.int8)  # 0: α = 0 (and pads), 1: free, 2: α = C
     for p, alpha in enumerate(starts):
         _start_sets(state[p, : sizes[p]], alpha, y[p, : sizes[p]], C)
-    store = _RowStore(D, cols, limit, empty)
+    store = _RowStore(B, P, limit, empty, blocks)
     theta = 0.25 * tol
     budget = np.array(sizes, dtype=np.int64)
     last_changes = budget + 1
@@ -209,20 +196,16 @@ def _newton_round(
     """Problem p's Newton step on its free set, given f_U = Σ_U C y K(x_u, ·) and Σ_U y, into its
     rows of ``f`` (decision values without the intercept), ``alpha_F`` (α on F, kept at 0
     elsewhere) and ``b``; False when it gives up."""
-    S = store.S[p, : store.filled[p]]
-    slot = store.slot[p].take(free)
     y_F = y.take(free)
-    K_FF = S.take(slot, axis=0).take(free, axis=1)  # two takes: faster than one fancy index
+    S_F = store.rows(p, free)  # K(x_F, ·)
+    K_FF = S_F.take(free, axis=1)
     step = newton_step_kernel(K_FF, y_F - f_U.take(free), -C * float(upper_sum))
     if step is None:
         return False
     z, b[p] = step  # z = y_F ∘ α_F
-    a_F = y_F * z
-    w = np.zeros(S.shape[0])  # weights y α of the kept rows: no gather of F's rows
-    w[slot] = z
-    np.dot(w, S, out=f)
+    np.dot(z, S_F, out=f)
     f += f_U
-    alpha_F[free] = a_F
+    alpha_F[free] = y_F * z
     return True
 
 
@@ -242,7 +225,7 @@ def _move_upper(
         p = act[a]
         idx = moved[a].nonzero()[0]
         sign = np.where(new[a].take(idx) == 2, C, -C) * y[p].take(idx)
-        f_U[p] += sign @ store.S[p].take(store.slot[p].take(idx), axis=0)
+        f_U[p] += sign @ store.rows(p, idx)
 
 
 def _next_sets(

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .lockstep_blocks import problem_blocks
 from .smo import TAU, default_max_iter
 
 
@@ -65,13 +66,15 @@ def lockstep_smo(
     tol: float = 1e-3,
     steps: list[int] | None = None,
     starts: list[LockstepResult] | None = None,
+    blocks: list[int] | None = None,
 ) -> list[LockstepResult]:
     """Solve every problem (its rows of D and ±1 targets) by SMO with WSS3, all in the same steps.
 
     Parameters
     ----------
-    D : ndarray of shape (n, n), float32
-        :func:`distance_matrix` of the rbf kernel over all rows.
+    D : ndarray of shape (n, n) or (P, m, m), float32
+        :func:`distance_matrix` of the rbf kernel over all rows, or each problem's block of it
+        (:func:`.lockstep_blocks.problem_blocks`: then a problem's rows index its block).
     problems : list of (rows, y)
         Each problem's row indices into D and its targets in {+1, −1} (both present).
     C : float
@@ -82,16 +85,22 @@ def lockstep_smo(
         Steps after which each problem stops (unconverged, to be resumed); None: libsvm's cap.
     starts : list of LockstepResult or None
         Stopped runs of the same problems to resume (their α, F and step counts).
+    blocks : list of int or None
+        With blocks for D, the block of each problem (None: the first ``len(problems)``).
 
     Returns
     -------
     list of LockstepResult
         In the order of ``problems``; ``n_iter`` counts the steps of ``starts`` too.
     """
-    n = D.shape[0]
-    flat = D.reshape(-1)
-    cols, y = pad_problems(problems)
-    P, m = cols.shape
+    if D.ndim == 2:
+        D = problem_blocks(D, [rows for rows, _ in problems])
+    sizes = [rows.size for rows, _ in problems]
+    P, m = len(problems), D.shape[1]
+    rows_of = D.reshape(-1, m)  # row t of block q: rows_of[q m + t]
+    y = np.zeros((P, m))
+    for p, (_, y_pm) in enumerate(problems):
+        y[p, : y_pm.size] = y_pm
     valid = y != 0.0
     inf = np.inf
     alpha = np.zeros((P, m))
@@ -106,9 +115,10 @@ def lockstep_smo(
     # 0 in I_up (y = +1 below C, y = −1 above 0), −inf outside; I_low the other way round
     up = np.where(valid & np.where(pos, inside, alpha > 0.0), 0.0, -inf)
     low = np.where(valid & np.where(pos, alpha > 0.0, inside), 0.0, inf)
-    limit = [default_max_iter(rows.size) for rows, _ in problems] if steps is None else steps
+    limit = [default_max_iter(k) for k in sizes] if steps is None else steps
     cap = np.asarray(limit, dtype=np.int64)
     ids = np.arange(P)
+    first_row = (ids if blocks is None else np.asarray(blocks, dtype=np.intp)) * m
     results: list[LockstepResult | None] = [None] * P
     step = 0
     while ids.size:
@@ -116,7 +126,7 @@ def lockstep_smo(
         buf = F + up
         i = buf.argmax(axis=1)
         g_max = buf[r, i]
-        D_i = flat.take((cols[r, i] * n)[:, None] + cols)
+        D_i = rows_of.take(first_row + i, axis=0)
         score = g_max[:, None] - F  # b_t = m − F_t over I_low (−inf outside)
         score -= low
         np.maximum(score, 0.0, out=buf)
@@ -130,7 +140,7 @@ def lockstep_smo(
         stop = converged | (step >= cap)
         if stop.any():
             for k in stop.nonzero()[0]:
-                size = problems[ids[k]][0].size
+                size = sizes[ids[k]]
                 results[ids[k]] = LockstepResult(
                     alpha=alpha[k, :size].copy(),
                     grad=F[k, :size].copy(),
@@ -138,10 +148,10 @@ def lockstep_smo(
                     converged=bool(converged[k]),
                 )
             keep = ~stop
-            ids, cols, y, alpha, F = ids[keep], cols[keep], y[keep], alpha[keep], F[keep]
+            ids, first_row, y, alpha, F = ids[keep], first_row[keep], y[keep], alpha[keep], F[keep]
             up, low, cap = up[keep], low[keep], cap[keep]
             continue
-        D_j = flat.take((cols[r, j] * n)[:, None] + cols)
+        D_j = rows_of.take(first_row + j, axis=0)
         ij = np.array((i, j))  # row 0: i, row 1: j
         y_ij, a_ij = y[r, ij], alpha[r, ij]
         s_ij = y_ij * _DIRECTION  # α_i moves by y_i t, α_j by −y_j t
