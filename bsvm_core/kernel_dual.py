@@ -404,7 +404,7 @@ def solve_in_lockstep(
     ``LOCKSTEP_PROBE_MIN_STEPS``) may hand over to active sets. The blocks of as many problems
     at a time as fit in ``cache_mb`` beside D (all of them, but on skewed classes)."""
     n = X.shape[0]
-    order, grouped = grouped_problems(problems, n)
+    order, grouped, moves = grouped_problems(problems, n)
     solved: list[SMOResult] = []
     with workspace() as empty:  # D and the blocks: buffers kept from the last fit
         D = rbf_distance_matrix(X[order], gamma, empty)
@@ -417,8 +417,8 @@ def solve_in_lockstep(
                 B = problem_blocks(D, [rows for rows, _ in chunk], inner)
                 budget = max(cache_mb - (D.nbytes + B.nbytes) / 2**20, 0.0)
                 solved += _lockstep_fit(X, chunk, C, tol, budget, B)
-    for (rows, _), res in zip(grouped, solved, strict=True):
-        res.alpha = res.alpha.take(np.argsort(order.take(rows)))  # to the problem's row order
+    for move, res in zip(moves, solved, strict=True):
+        res.alpha = res.alpha.take(move)  # to the problem's row order
     return solved
 
 

@@ -29,27 +29,32 @@ classes, one run each) copies its block as runs × runs slices; more runs: two t
 
 def grouped_problems(
     problems: list[tuple[np.ndarray, np.ndarray]], n: int
-) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
-    """(order, jobs): an order of the n rows in which the rows of the same problems with the same
-    targets (one-vs-one: a class) are contiguous, each group in the order of the rows (rows sorted
-    stably by the first problem that holds them and their sign there; rows in no problem last),
-    and each problem's places in that order (ascending) with its ±1 targets there.
+) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]], list[np.ndarray]]:
+    """(order, jobs, moves): an order of the n rows in which the rows of the same problems with
+    the same targets (one-vs-one: a class) are contiguous, each group in the order of the rows
+    (rows sorted stably by the first problem that holds them and their sign there; rows in no
+    problem last); each problem's places in that order (ascending) with its ±1 targets there; and
+    where each of its rows went: a result x in the job's order is ``x[move]`` in the problem's
+    (row mask) order, ``move`` the inverse of the sort.
 
     ``problems`` are (row mask, ±1 targets of the masked rows)."""
     P = len(problems)
-    masks = np.array([mask for mask, _ in problems])  # (P, n)
-    targets = np.zeros((P, n), dtype=np.int8)
-    targets[masks] = np.concatenate([y_pm for _, y_pm in problems])  # row-major: problem order
-    first = masks.argmax(axis=0)  # the first problem holding each row (0 where none does)
-    sign = targets[first, np.arange(n)]
-    key = 2 * first + (sign < 0)
-    key[sign == 0] = 2 * P  # in no problem
+    key = np.full(n, 2 * P)  # rows in no problem: last
+    jobs, moves = [], []
+    for p in range(P - 1, -1, -1):  # the first problem holding a row writes its key last
+        mask, y_pm = problems[p]
+        key[mask] = 2 * p + (y_pm < 0)
     order = np.argsort(key, kind="stable")
-    placed = targets.take(order, axis=1)
-    of, at = placed.nonzero()  # by problem, then place
-    y = placed[of, at].astype(np.float64)
-    cuts = np.cumsum(np.bincount(of, minlength=P))[:-1]
-    return order, list(zip(np.split(at, cuts), np.split(y, cuts), strict=True))
+    place = np.empty(n, dtype=np.intp)
+    place[order] = np.arange(n)
+    for mask, y_pm in problems:
+        at = place[mask]
+        sort = at.argsort(kind="stable")
+        jobs.append((at.take(sort), y_pm.take(sort)))
+        move = np.empty_like(sort)
+        move[sort] = np.arange(sort.size)
+        moves.append(move)
+    return order, jobs, moves
 
 
 def problem_blocks(D: np.ndarray, rows: list[np.ndarray], empty: Empty = np.empty) -> np.ndarray:
