@@ -16,6 +16,14 @@ a_ij = 2 D_ij, and the step α_i += y_i t, α_j −= y_j t (which keeps yᵀα) 
 
 libsvm's clipped two-variable update, and F_k changes by −t (K_ki − K_kj) = t (D_ki − D_kj).
 D is float32, as libsvm's kernel cache; F, α and the differences D_ki − D_kj are float64.
+
+Each problem reads its own block of D (:mod:`.lockstep_blocks`): a row of every problem is one
+``take`` of whole rows. A step is a few dozen numpy calls on (problems × rows) arrays; to spend
+fewer of them (as :mod:`.smo_distances` does for one problem), the sets live inside the gradient,
+U = F on I_up and −inf outside, L = F on I_low and +inf outside, side by side in one (2, P, m)
+array that one addition moves; and the pair update works on β = y∘α, whose step is +t for i and
+−t for j within [lo, hi] = [0, C] (y = +1) or [−C, 0] (y = −1), so no signs are looked up. The
+same steps as with α and separate set penalties, to the bit.
 """
 
 from __future__ import annotations
@@ -45,18 +53,9 @@ def distance_matrix(K: np.ndarray) -> np.ndarray:
 
 
 _DIRECTION = np.array([[1.0], [-1.0]])
-"""Signs of the pair's moves: α_i += y_i t, α_j −= y_j t (rows i, j of a (2, problems) array)."""
+"""Signs of the pair's moves in β = y∘α: β_i += t, β_j −= t (rows i, j of a (2, problems) array)."""
 
-
-def pad_problems(problems: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """(rows, y) of shape (P, m): each problem's rows and ±1 targets, padded (row 0, y = 0)."""
-    m = max(rows.size for rows, _ in problems)
-    cols = np.zeros((len(problems), m), dtype=np.intp)
-    y = np.zeros((len(problems), m))
-    for p, (rows, y_pm) in enumerate(problems):
-        cols[p, : rows.size] = rows
-        y[p, : rows.size] = y_pm
-    return cols, y
+_RISES = _DIRECTION > 0
 
 
 def lockstep_smo(
@@ -101,20 +100,21 @@ def lockstep_smo(
     y = np.zeros((P, m))
     for p, (_, y_pm) in enumerate(problems):
         y[p, : y_pm.size] = y_pm
-    valid = y != 0.0
-    inf = np.inf
-    alpha = np.zeros((P, m))
-    F = y.copy()  # α = 0: F = y; pads stay 0 and out of both sets
+    beta = np.zeros((P, m))  # β = y∘α in [lo, hi]
+    F = y.copy()  # α = 0: F = y
     done_before = np.zeros(P, dtype=np.int64)
     if starts is not None:
         for p, start in enumerate(starts):
-            alpha[p, : start.alpha.size] = start.alpha
-            F[p, : start.grad.size] = start.grad
+            k = start.alpha.size
+            beta[p, :k] = start.alpha * y[p, :k]
+            F[p, :k] = start.grad
             done_before[p] = start.n_iter
-    pos, inside = y > 0, alpha < C
-    # 0 in I_up (y = +1 below C, y = −1 above 0), −inf outside; I_low the other way round
-    up = np.where(valid & np.where(pos, inside, alpha > 0.0), 0.0, -inf)
-    low = np.where(valid & np.where(pos, alpha > 0.0, inside), 0.0, inf)
+    hi = np.where(y > 0, C, 0.0)  # pads: hi = lo = 0, in neither set
+    lo = np.where(y < 0, -C, 0.0)
+    inf = np.inf
+    G = np.empty((2, P, m))  # [U; L]: F on I_up (β < hi), −inf outside; F on I_low (β > lo), +inf
+    np.copyto(G[0], np.where(beta < hi, F, -inf))
+    np.copyto(G[1], np.where(beta > lo, F, inf))
     limit = [default_max_iter(k) for k in sizes] if steps is None else steps
     cap = np.asarray(limit, dtype=np.int64)
     ids = np.arange(P)
@@ -122,51 +122,58 @@ def lockstep_smo(
     results: list[LockstepResult | None] = [None] * P
     step = 0
     while ids.size:
-        r = np.arange(ids.size)
-        buf = F + up
-        i = buf.argmax(axis=1)
-        g_max = buf[r, i]
-        D_i = rows_of.take(first_row + i, axis=0)
-        score = g_max[:, None] - F  # b_t = m − F_t over I_low (−inf outside)
-        score -= low
-        np.maximum(score, 0.0, out=buf)
-        buf *= buf
-        buf /= D_i  # b_t² / (a_it / 2): WSS3's ratio, up to the factor 2
-        j = buf.argmax(axis=1)
-        gap_j = score[r, j]
-        converged = gap_j < tol  # m − M ≥ b_j: the full test only where b_j is below tol
-        if converged.any():
-            converged &= score.max(axis=1) < tol
-        stop = converged | (step >= cap)
-        if stop.any():
-            for k in stop.nonzero()[0]:
-                size = sizes[ids[k]]
-                results[ids[k]] = LockstepResult(
-                    alpha=alpha[k, :size].copy(),
-                    grad=F[k, :size].copy(),
-                    n_iter=int(done_before[ids[k]]) + step,
-                    converged=bool(converged[k]),
-                )
-            keep = ~stop
-            ids, first_row, y, alpha, F = ids[keep], first_row[keep], y[keep], alpha[keep], F[keep]
-            up, low, cap = up[keep], low[keep], cap[keep]
-            continue
-        D_j = rows_of.take(first_row + j, axis=0)
-        ij = np.array((i, j))  # row 0: i, row 1: j
-        y_ij, a_ij = y[r, ij], alpha[r, ij]
-        s_ij = y_ij * _DIRECTION  # α_i moves by y_i t, α_j by −y_j t
-        rises = s_ij > 0
-        room = np.where(rises, C - a_ij, a_ij)
-        # gap_j = m − F_j (j is in I_low: its penalty is 0)
-        t = np.minimum(gap_j / (2.0 * D_i[r, j]), room.min(axis=0))
-        # a step that reaches a bound puts the variable on it exactly
-        a_ij = np.where(t >= room, np.where(rises, C, 0.0), a_ij + s_ij * t)
-        alpha[r, ij] = a_ij
-        change = np.subtract(D_i, D_j, dtype=np.float64)
-        change *= t[:, None]
-        F += change
-        at_c, at_0, pos = a_ij >= C, a_ij <= 0.0, y_ij > 0
-        up[r, ij] = np.where(np.where(pos, at_c, at_0), -inf, 0.0)
-        low[r, ij] = np.where(np.where(pos, at_0, at_c), inf, 0.0)
-        step += 1
+        A = ids.size
+        r = np.arange(A)
+        own = r * m  # each problem's first entry in the flattened (A, m) arrays
+        buf = np.empty((A, m))
+        while True:  # steps until a problem stops
+            U, L = G[0], G[1]
+            i = U.argmax(axis=1)
+            g_max = U[r, i]
+            D_i = rows_of.take(first_row + i, axis=0)
+            score = g_max[:, None] - L  # b_t = m − F_t over I_low (−inf outside)
+            np.maximum(score, 0.0, out=buf)
+            buf *= buf
+            buf /= D_i  # b_t² / (a_it / 2): WSS3's ratio, up to the factor 2
+            j = buf.argmax(axis=1)
+            gap_j = score[r, j]
+            converged = gap_j < tol  # m − M ≥ b_j: the full test only where b_j is below tol
+            if converged.any():
+                converged &= score.max(axis=1) < tol
+            stop = converged | (step >= cap)
+            if stop.any():
+                break
+            D_j = rows_of.take(first_row + j, axis=0)
+            ij = np.array((i, j))  # row 0: i, row 1: j; as flat indices
+            ij += own
+            b_ij, hi_ij, lo_ij = beta.take(ij), hi.take(ij), lo.take(ij)
+            bound = np.where(_RISES, hi_ij, lo_ij)  # β_i rises by t, β_j falls by t
+            room = bound - b_ij
+            room *= _DIRECTION
+            # gap_j = m − F_j (j is in I_low)
+            t = np.minimum(gap_j / (2.0 * D_i[r, j]), room.min(axis=0))
+            # a step that reaches a bound puts the variable on it exactly
+            new = np.where(t >= room, bound, b_ij + _DIRECTION * t)
+            beta.put(ij, new)
+            change = np.subtract(D_i, D_j, dtype=np.float64)
+            change *= t[:, None]
+            G += change  # F of both sets at once (±inf stay)
+            flat = G.reshape(-1)
+            F_ij = flat.take(ij + np.array([[0], [A * m]]))  # i was in I_up, j in I_low
+            flat.put(ij, np.where(new >= hi_ij, -inf, F_ij))
+            flat.put(ij + A * m, np.where(new <= lo_ij, inf, F_ij))
+            step += 1
+        F = np.where(G[0] > -inf, G[0], G[1])  # each valid t is in I_up or I_low (0 < C)
+        for k in stop.nonzero()[0]:
+            size = sizes[ids[k]]
+            results[ids[k]] = LockstepResult(
+                alpha=np.abs(beta[k, :size]),  # α = y∘β ≥ 0, without −0.0
+                grad=F[k, :size],
+                n_iter=int(done_before[ids[k]]) + step,
+                converged=bool(converged[k]),
+            )
+        keep = ~stop
+        ids, first_row, y, beta = ids[keep], first_row[keep], y[keep], beta[keep]
+        hi, lo, cap = hi[keep], lo[keep], cap[keep]
+        G = G.compress(keep, axis=1)  # contiguous (G[:, keep] need not be: puts go to G)
     return [res for res in results if res is not None]  # every problem stopped once
