@@ -62,21 +62,33 @@ def problem_blocks(D: np.ndarray, rows: list[np.ndarray], empty: Empty = np.empt
     where a problem's rows (each sorted) fall in at most ``MAX_RUNS`` runs of D's rows, else two
     takes."""
     P = len(rows)
-    m = max(r.size for r in rows)
+    sizes = [r.size for r in rows]
+    m = max(sizes)
     B = empty((P, m, m), dtype=np.float32)
+    # the runs of every problem at once: a run starts at a problem's first row or after a gap
+    every = np.concatenate(rows)
+    starts = np.cumsum([0, *sizes])
+    new_run = np.ones(every.size, dtype=bool)
+    np.not_equal(np.diff(every), 1, out=new_run[1:])
+    new_run[starts[:-1]] = True
+    run_at = new_run.nonzero()[0]
+    run_lo = every.take(run_at).tolist()
+    run_at = run_at.tolist()
+    first_run = np.searchsorted(run_at, starts).tolist()
     for p, r in enumerate(rows):
-        k = r.size
+        k = sizes[p]
         out = B[p]
-        cut = (np.diff(r) != 1).nonzero()[0] + 1
-        if cut.size < MAX_RUNS:
-            bounds = [0, *cut.tolist(), k]
-            lo = r.take(bounds[:-1]).tolist()
+        q0, q1 = first_run[p], first_run[p + 1]
+        if q1 - q0 <= MAX_RUNS:
+            s0 = starts[p]
+            bounds = [a - s0 for a in run_at[q0:q1]] + [k]
             runs = [
-                (a, b, s, s + b - a) for a, b, s in zip(bounds[:-1], bounds[1:], lo, strict=True)
+                (a0, a1, t0, t0 + a1 - a0)
+                for a0, a1, t0 in zip(bounds[:-1], bounds[1:], run_lo[q0:q1], strict=True)
             ]
-            for a0, a1, s0, s1 in runs:
+            for a0, a1, s0_, s1_ in runs:
                 for b0, b1, t0, t1 in runs:
-                    out[a0:a1, b0:b1] = D[s0:s1, t0:t1]
+                    out[a0:a1, b0:b1] = D[s0_:s1_, t0:t1]
         else:
             # mode "clip" (the rows are valid): "raise" buffers the output
             np.take(D.take(r, axis=0), r, axis=1, out=out[:k, :k], mode="clip")
