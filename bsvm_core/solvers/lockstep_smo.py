@@ -123,20 +123,22 @@ def lockstep_smo(
     step = 0
     while ids.size:
         A = ids.size
-        r = np.arange(A)
-        own = r * m  # each problem's first entry in the flattened (A, m) arrays
-        buf = np.empty((A, m))
+        own = np.arange(A) * m  # each problem's first entry in the flattened (A, m) arrays
+        buf, score, change = np.empty((A, m)), np.empty((A, m)), np.empty((A, m))
+        to_L = np.array([[0], [A * m]])
         while True:  # steps until a problem stops
             U, L = G[0], G[1]
             i = U.argmax(axis=1)
-            g_max = U[r, i]
+            at_i = own + i  # i's entry in the flattened (A, m) arrays
+            g_max = U.reshape(-1).take(at_i)
             D_i = rows_of.take(first_row + i, axis=0)
-            score = g_max[:, None] - L  # b_t = m − F_t over I_low (−inf outside)
+            np.subtract(g_max[:, None], L, out=score)  # b_t = m − F_t over I_low (−inf outside)
             np.maximum(score, 0.0, out=buf)
             buf *= buf
             buf /= D_i  # b_t² / (a_it / 2): WSS3's ratio, up to the factor 2
             j = buf.argmax(axis=1)
-            gap_j = score[r, j]
+            at_j = own + j
+            gap_j = score.reshape(-1).take(at_j)
             converged = gap_j < tol  # m − M ≥ b_j: the full test only where b_j is below tol
             if converged.any():
                 converged &= score.max(axis=1) < tol
@@ -144,22 +146,21 @@ def lockstep_smo(
             if stop.any():
                 break
             D_j = rows_of.take(first_row + j, axis=0)
-            ij = np.array((i, j))  # row 0: i, row 1: j; as flat indices
-            ij += own
+            ij = np.array((at_i, at_j))  # row 0: i, row 1: j, as flat indices
             b_ij, hi_ij, lo_ij = beta.take(ij), hi.take(ij), lo.take(ij)
             bound = np.where(_RISES, hi_ij, lo_ij)  # β_i rises by t, β_j falls by t
             room = bound - b_ij
             room *= _DIRECTION
             # gap_j = m − F_j (j is in I_low)
-            t = np.minimum(gap_j / (2.0 * D_i[r, j]), room.min(axis=0))
+            t = np.minimum(gap_j / (2.0 * D_i.reshape(-1).take(at_j)), room.min(axis=0))
             # a step that reaches a bound puts the variable on it exactly
             new = np.where(t >= room, bound, b_ij + _DIRECTION * t)
             beta.put(ij, new)
-            change = np.subtract(D_i, D_j, dtype=np.float64)
+            np.subtract(D_i, D_j, out=change, dtype=np.float64)
             change *= t[:, None]
             G += change  # F of both sets at once (±inf stay)
             flat = G.reshape(-1)
-            F_ij = flat.take(ij + np.array([[0], [A * m]]))  # i was in I_up, j in I_low
+            F_ij = flat.take(ij + to_L)  # i was in I_up, j in I_low
             flat.put(ij, np.where(new >= hi_ij, -inf, F_ij))
             flat.put(ij + A * m, np.where(new <= lo_ij, inf, F_ij))
             step += 1
