@@ -219,3 +219,24 @@ def test_random_sets_match_one_at_a_time(seed: int, monkeypatch: pytest.MonkeyPa
     scale = np.maximum(np.abs(alone.objective_), 1e-9)
     assert np.max(np.abs(joint.objective_ - alone.objective_) / scale) < 1e-3
     assert np.mean(joint.predict(X) == alone.predict(X)) >= 0.99
+
+
+def test_blocks_beyond_the_cache_go_a_few_problems_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A ``cache_mb`` that holds D but not every problem's block: the problems go through the
+    lockstep in several calls (a few blocks each) and the model is the one of a roomy cache."""
+    X, y = _data(600, 5, seed=9)
+    roomy = KernelSVM(C=1.0).fit(X, y)
+    n = X.shape[0]
+    calls = []
+    real = kernel_dual.lockstep_smo
+    monkeypatch.setattr(
+        kernel_dual,
+        "lockstep_smo",
+        lambda D, jobs, *a, **k: calls.append(len(jobs)) or real(D, jobs, *a, **k),
+    )
+    tight = KernelSVM(C=1.0, cache_mb=(4 * n * n + 3 * 4 * 260**2) / 2**20).fit(X, y)
+    assert len(calls) >= 3 and max(calls) < 10  # several calls, none with all ten problems
+    np.testing.assert_allclose(tight.objective_, roomy.objective_, rtol=1e-5)
+    assert np.mean(tight.predict(X) == roomy.predict(X)) >= 0.998
