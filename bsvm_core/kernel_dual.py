@@ -109,7 +109,9 @@ and iris's 3 problems: 1.5x slower in lockstep, its calls then carry little work
 
 LOCKSTEP_MAX_ROWS = 3000
 """Largest training set of a lockstep fit: its float32 kernel matrix of all rows (36 MB at 3,000)
-must also fit in ``cache_mb``; larger sets are solved one problem at a time."""
+must also fit in ``cache_mb``; larger sets are solved one problem at a time. The problems' float32
+blocks (``solvers.lockstep_blocks``, ~2 n² values on balanced classes) go in as many lockstep calls
+as ``cache_mb`` beside the matrix asks (one on the sets measured)."""
 
 LOCKSTEP_ACTIVE_SET_MIN_ROWS = 150
 """Lockstep problems from this many rows (below ``ACTIVE_SET_MAX_ROWS``) probe, then may hand over
