@@ -407,7 +407,7 @@ def solve_in_lockstep(
     ``LOCKSTEP_PROBE_MIN_STEPS``) may hand over to active sets. The blocks of as many problems
     at a time as fit in ``cache_mb`` beside D (all of them but on skewed classes; at least one).
     Rows grouped by class change the rounding of D's entries (float32, 1 ulp on 2 % of them on the
-    10-class set) and the order of sums, not the steps: objectives within 1e-7 of D in X's order."""
+    10-class set) and the order of sums: objectives within 1e-7 of D in X's order there."""
     n = X.shape[0]
     order, grouped, moves = grouped_problems(problems, n)
     solved: list[SMOResult] = []
