@@ -35,10 +35,11 @@ KERNEL_ERROR = 2.0**-24 * (math.exp(-1.0) + 2.0 * EXP32_ULPS) * (1.0 + 2.0**-20)
 
 def _column_sums(S: np.ndarray) -> np.ndarray:
     """Σ_i S_i, the sum ``np.add.reduce(S, axis=0)`` makes (the mean as ``ndarray.mean`` makes
-    it: sum, then divide). On C-ordered S both add the rows one after another, so ``einsum``'s
-    sum is the same float to the bit (but a zero's sign) in half the time (wine 4.6 against
-    8.3 µs: the ufunc's outer loop steps row by row); on other layouts the ufunc's own."""
-    if S.flags.c_contiguous:
+    it: sum, then divide). On C-ordered S of two columns or more both add the rows one after
+    another, so ``einsum``'s sum is the same float to the bit (but a zero's sign) in half the
+    time (wine 4.6 against 8.3 µs: the ufunc's outer loop steps row by row); otherwise (one
+    column: the ufunc sums pairwise) the ufunc's own."""
+    if S.flags.c_contiguous and S.shape[1] > 1:
         return np.einsum("ij->j", S)
     return np.add.reduce(S, axis=0)
 
