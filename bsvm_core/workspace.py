@@ -76,7 +76,7 @@ class _Workspace:
     def empty(self, shape: int | tuple[int, ...], dtype: type = np.float64) -> np.ndarray:
         """An array on the smallest kept buffer large enough (the first of equals), else on a
         new one."""
-        if type(shape) is int:
+        if isinstance(shape, int):
             size, shape = shape, (shape,)
         else:
             shape = tuple(shape)
