@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 from threadpoolctl import ThreadpoolController
@@ -27,8 +26,31 @@ def _blas_libraries() -> tuple[Any, ...]:
     return tuple(_controller().select(user_api="blas").lib_controllers)
 
 
-@contextlib.contextmanager
-def single_blas_thread() -> Iterator[None]:
+class _SingleBlasThread:
+    """The context of :func:`single_blas_thread` (a class, not a generator: ~1.5 µs less a use)."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        global _users, _restore
+        with _lock:
+            if _users == 0:
+                _restore = [(lib, n) for lib in _blas_libraries() if (n := lib.num_threads) != 1]
+                for lib, _ in _restore:
+                    lib.set_num_threads(1)
+            _users += 1
+
+    def __exit__(self, *exc: object) -> None:
+        global _users, _restore
+        with _lock:
+            _users -= 1
+            if _users == 0:
+                for lib, n in _restore:
+                    lib.set_num_threads(n)
+                _restore = []
+
+
+def single_blas_thread() -> contextlib.AbstractContextManager[None]:
     """BLAS limited to one thread while any caller is inside; safe when chains run in threads.
 
     The limit is process-wide, so it is reference-counted: the first caller sets it and the
@@ -37,22 +59,7 @@ def single_blas_thread() -> Iterator[None]:
     ``ThreadpoolController.limit`` does, without its survey of every library: ~1 µs, not ~9, a
     fixed cost of every fit).
     """
-    global _users, _restore
-    with _lock:
-        if _users == 0:
-            _restore = [(lib, n) for lib in _blas_libraries() if (n := lib.num_threads) != 1]
-            for lib, _ in _restore:
-                lib.set_num_threads(1)
-        _users += 1
-    try:
-        yield
-    finally:
-        with _lock:
-            _users -= 1
-            if _users == 0:
-                for lib, n in _restore:
-                    lib.set_num_threads(n)
-                _restore = []
+    return _SingleBlasThread()
 
 
 def single_blas_thread_if(condition: bool) -> contextlib.AbstractContextManager[None]:

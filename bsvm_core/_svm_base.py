@@ -124,10 +124,13 @@ class SVMClassifierBase(ClassifierMixin, BaseEstimator):
         scheme = getattr(self, "multiclass", self._default_multiclass)
         self.binary_problems_ = binary_problems(self.classes_.size, scheme)
         probability = bool(getattr(self, "probability", False))
-        problems = []
-        for problem in self.binary_problems_:
-            mask, y_pm = problem_targets(y_idx, problem)
-            problems.append((mask, y_pm, int(rng.randint(_SEED_BOUND))))
+        # the seeds in one draw: the numbers (and the state left) of one draw each
+        seeds = rng.randint(_SEED_BOUND, size=len(self.binary_problems_)).tolist()
+        members = y_idx == np.arange(self.classes_.size)[:, None]  # each class's rows, once
+        problems = [
+            (*problem_targets(y_idx, problem, members), seed)
+            for problem, seed in zip(self.binary_problems_, seeds, strict=True)
+        ]
         folds = [_platt_folds(y_pm, seed) if probability else [] for _, y_pm, seed in problems]
 
         joint = self._fit_jointly(X, [(mask, y_pm) for mask, y_pm, _ in problems])

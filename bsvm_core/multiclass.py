@@ -21,12 +21,24 @@ def binary_problems(n_classes: int, scheme: str) -> list[tuple[int, int]]:
     raise ValueError(f"multiclass must be 'ovo' or 'ovr', got {scheme!r}.")
 
 
-def problem_targets(y_idx: np.ndarray, problem: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
-    """Return (row mask, ±1 targets) of one binary problem over encoded labels."""
+_SIGNS = np.array([-1.0, 1.0])
+"""The target of a row outside and inside the positive class, indexed by membership."""
+
+
+def problem_targets(
+    y_idx: np.ndarray, problem: tuple[int, int], members: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return (row mask, ±1 targets) of one binary problem over encoded labels. ``members``
+    (classes, rows), ``members[c] = y_idx == c``, when made once for all problems (the targets
+    then cost two thirds less: ~3 against ~8 µs on wine's pairs)."""
     pos, neg = problem
-    mask = np.ones(y_idx.shape[0], dtype=bool) if neg == REST else (y_idx == pos) | (y_idx == neg)
-    y_pm = np.where(y_idx[mask] == pos, 1.0, -1.0)
-    return mask, y_pm
+    in_pos = y_idx == pos if members is None else members[pos]
+    if neg == REST:
+        mask, inside = np.ones(y_idx.shape[0], dtype=bool), in_pos
+    else:
+        mask = in_pos | (y_idx == neg if members is None else members[neg])
+        inside = in_pos[mask]
+    return mask, _SIGNS.take(inside.view(np.uint8))
 
 
 def ovo_votes(decisions: np.ndarray, problems: list[tuple[int, int]], n_classes: int) -> np.ndarray:

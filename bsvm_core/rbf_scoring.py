@@ -33,13 +33,23 @@ KERNEL_ERROR = 2.0**-24 * (math.exp(-1.0) + 2.0 * EXP32_ULPS) * (1.0 + 2.0**-20)
 """Bound on |K₃₂ − K₆₄| of one kernel entry, K₃₂ = float(exp32(float32(a))), K₆₄ = exp(a), a ≤ 0."""
 
 
+def _column_sums(S: np.ndarray) -> np.ndarray:
+    """Σ_i S_i, the sum ``np.add.reduce(S, axis=0)`` makes (the mean as ``ndarray.mean`` makes
+    it: sum, then divide). On C-ordered S of two columns or more both add the rows one after
+    another, so ``einsum``'s sum is the same float to the bit (but a zero's sign) in half the
+    time (wine 4.6 against 8.3 µs: the ufunc's outer loop steps row by row); otherwise (one
+    column: the ufunc sums pairwise) the ufunc's own."""
+    if S.flags.c_contiguous and S.shape[1] > 1:
+        return np.einsum("ij->j", S)
+    return np.add.reduce(S, axis=0)
+
+
 def rbf_support_factor(
     S: np.ndarray, gamma: float, empty: Callable[..., np.ndarray] = np.empty
 ) -> tuple[np.ndarray, np.ndarray]:
     """(c, R): c the mean of the support vectors S and R = [S − c, 1, γ‖S − c‖²]ᵀ, (d + 2, m).
     ``empty`` makes R and the centred copy of S (a ``workspace.workspace``'s, say)."""
-    # the mean as ``ndarray.mean`` makes it (sum, then divide), without its Python
-    center = np.add.reduce(S, axis=0) / S.shape[0] if S.shape[0] else np.zeros(S.shape[1])
+    center = _column_sums(S) / S.shape[0] if S.shape[0] else np.zeros(S.shape[1])
     Sc = np.subtract(S, center, out=empty(S.shape))
     right = empty((S.shape[1] + 2, S.shape[0]))
     right[:-2] = Sc.T

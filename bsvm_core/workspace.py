@@ -10,10 +10,12 @@ Arrays from a workspace must not outlive it: solvers return fresh arrays only.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import math
+import operator
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import numpy as np
 
@@ -43,35 +45,57 @@ def kept_bytes() -> int:
     return sum(b.nbytes for b in _kept.buffers)
 
 
+_NBYTES = operator.attrgetter("nbytes")
+
+_ITEMSIZE: dict[object, int] = {np.float64: 8, np.float32: 4, np.uint8: 1, np.bool_: 1}
+"""Item sizes of the usual dtypes (``np.dtype(t).itemsize`` costs ~0.3 µs a call)."""
+
+
 def _retain(buffers: list[np.ndarray], limit: float) -> list[np.ndarray]:
-    """The largest buffers whose total stays within ``limit`` bytes."""
+    """The largest buffers whose total stays within ``limit`` bytes, smallest first."""
+    if sum(map(_NBYTES, buffers)) <= limit:  # the usual case: all of them
+        return sorted(buffers, key=_NBYTES)
     kept, total = [], 0
-    for b in sorted(buffers, key=lambda b: b.nbytes, reverse=True):
+    for b in sorted(buffers, key=_NBYTES, reverse=True):
         if total + b.nbytes <= limit:
             kept.append(b)
             total += b.nbytes
+    kept.reverse()
     return kept
 
 
-@contextlib.contextmanager
-def workspace() -> Iterator[Empty]:
-    """Yield ``empty(shape, dtype)``: arrays on this thread's kept buffers (the smallest one large
-    enough, else a new one), given back for reuse when the block ends."""
-    taken: list[np.ndarray] = []
+class _Workspace:
+    """The context of :func:`workspace`: its ``empty`` and the buffers it has taken."""
 
-    def empty(shape: int | tuple[int, ...], dtype: type = np.float64) -> np.ndarray:
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
-        nbytes = math.prod(shape) * np.dtype(dtype).itemsize
-        kept, best, best_size = _kept.buffers, -1, math.inf
-        for k, b in enumerate(kept):  # the smallest that fits (the first of equals)
-            size = b.nbytes
-            if nbytes <= size < best_size:
-                best, best_size = k, size
-        buffer = kept.pop(best) if best >= 0 else np.empty(max(nbytes, 1), dtype=np.uint8)
-        taken.append(buffer)
+    __slots__ = ("taken",)
+
+    def __enter__(self) -> Empty:
+        self.taken: list[np.ndarray] = []
+        return self.empty
+
+    def empty(self, shape: int | tuple[int, ...], dtype: type = np.float64) -> np.ndarray:
+        """An array on the smallest kept buffer large enough (the first of equals), else on a
+        new one."""
+        if isinstance(shape, int):
+            size, shape = shape, (shape,)
+        else:
+            shape = tuple(shape)
+            size = math.prod(shape)
+        itemsize = _ITEMSIZE.get(dtype)
+        nbytes = size * (np.dtype(dtype).itemsize if itemsize is None else itemsize)
+        kept = _kept.buffers  # smallest first (``_retain``): the first that fits is the smallest
+        k = bisect.bisect_left(kept, nbytes, key=_NBYTES)
+        fits = k < len(kept) and kept[k].nbytes >= nbytes  # (a list set unsorted: a new one)
+        buffer = kept.pop(k) if fits else np.empty(max(nbytes, 1), dtype=np.uint8)
+        self.taken.append(buffer)
         return buffer[:nbytes].view(dtype).reshape(shape)
 
-    try:
-        yield empty
-    finally:
-        _kept.buffers = _retain(_kept.buffers + taken, RETAINED_MB * 2**20)
+    def __exit__(self, *exc: object) -> None:
+        _kept.buffers = _retain(_kept.buffers + self.taken, RETAINED_MB * 2**20)
+
+
+def workspace() -> contextlib.AbstractContextManager[Empty]:
+    """A context yielding ``empty(shape, dtype)``: arrays on this thread's kept buffers (the
+    smallest one large enough, else a new one), given back for reuse when the block ends (a
+    class, not a generator: ~1.5 µs less a use, several uses a fit)."""
+    return _Workspace()

@@ -116,6 +116,19 @@ def test_lockstep_distance_matrix_is_one_minus_the_kernel() -> None:
     np.testing.assert_allclose(D, np.maximum(1.0 - rbf_kernel(X, gamma=gamma), 0.5e-12), atol=1e-5)
 
 
+def test_distance_floor_is_numpys_maximum() -> None:
+    """The floor τ/2 set where 1 − K falls below it (diagonal, duplicated rows, rounding above 1)
+    leaves the block np.maximum(1 − K, τ/2) would make, to the bit."""
+    rng = np.random.default_rng(0)
+    E = np.exp(-rng.random((40, 60)).astype(np.float32) * 3)
+    E[rng.random((40, 60)) < 0.1] = 1.0
+    E[0, :5] = np.nextafter(np.float32(1.0), np.float32(2.0))  # above 1: 1 − E < 0
+    expected = np.maximum(np.float32(1.0) - E, np.float32(0.5e-12))
+    kernel_matrices._distances_into(E, E)
+    assert E.tobytes() == expected.tobytes()
+    assert np.count_nonzero(np.equal(E, np.float32(0.5e-12))) > 100
+
+
 @pytest.mark.parametrize("C", [1.0, 10.0, np.inf])
 def test_smo_on_distances_takes_the_steps_of_smo_on_the_kernel(C) -> None:
     """D = 1 − K rows (the gradient's common shift kept aside) give the same α as K rows."""

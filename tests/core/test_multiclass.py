@@ -89,3 +89,16 @@ def test_sure_labels_certify_the_rows_certain_labels_does_with_label_index_label
     assert 0.2 < certain.mean() < 1.0
     for row, e, k, ok in zip(D, error, labels, certain, strict=True):
         assert sure_label(row.tolist(), e.tolist(), problems, n_classes) == (k if ok else None)
+
+
+def test_problem_targets_from_class_masks_are_the_plain_ones() -> None:
+    """Targets made from ``members`` (each class's rows, made once) equal the per-problem ones,
+    and are the ±1 of membership in the positive class."""
+    y = np.random.default_rng(3).integers(0, 4, 60)
+    members = y == np.arange(4)[:, None]
+    for problem in binary_problems(4, "ovo") + binary_problems(4, "ovr"):
+        mask, t = problem_targets(y, problem)
+        mask_m, t_m = problem_targets(y, problem, members)
+        np.testing.assert_array_equal(mask_m, mask)
+        assert t_m.dtype == np.float64 and t_m.tobytes() == t.tobytes()
+        np.testing.assert_array_equal(t, np.where(y[mask] == problem[0], 1.0, -1.0))

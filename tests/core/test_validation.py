@@ -89,3 +89,25 @@ def test_a_plain_refit_forgets_feature_names(factory) -> None:
     assert not hasattr(est, "feature_names_in_")
     assert est.n_features_in_ == 3
     est.predict(X_PLAIN)  # no feature-name warning or error either
+
+
+@pytest.mark.parametrize(
+    "y",
+    [
+        np.array([0, 1, 2, 1, 0]),
+        np.array([2, 1, 2], dtype=np.int8),
+        np.array([-128, 127, -128], dtype=np.int8),  # a gap: np.unique's path
+        np.array([-3, -2, -1, -2], dtype=np.int32),
+        np.array([5, 6, 5], dtype=np.uint16),
+        np.array([0, 3, 3, 0]),  # gaps within the range
+        np.array([1, 0, 1, 1, 0, 0], dtype=np.uint8)[::2],  # not contiguous
+        np.array([7, 7, 8, 9, 9, 8, 7]),
+    ],
+)
+def test_encode_labels_equals_numpy_unique(y) -> None:
+    """Consecutive integer labels are counted, not sorted: same classes, dtypes and indices."""
+    classes, y_idx = validation.encode_labels(y)
+    ref_classes, ref_idx = np.unique(y, return_inverse=True)
+    assert classes.dtype == ref_classes.dtype and y_idx.dtype == ref_idx.dtype
+    np.testing.assert_array_equal(classes, ref_classes)
+    np.testing.assert_array_equal(y_idx, ref_idx)
