@@ -120,8 +120,13 @@ def smo_solve_distances(
     stop_at = stop_if[0] if stop_if is not None else -1
     streak = 0  # SMO steps in a row among free points
     newton_at = 0  # the earliest step of the next Newton step
+    # bound methods and functions as locals: each saves an attribute or global lookup a step
+    streak_at = NEWTON_STREAK if newton else max_iter + 1
+    argmax_up, item_up, item_low, entry = U.argmax, U.item, L.item, W.item
+    subtract, multiply, argmax_buf, item_score = np.subtract, np.multiply, buf.argmax, score.item
+    get_inverse = inverse.get
     while n_iter < max_iter:
-        if newton and streak >= NEWTON_STREAK and n_iter >= newton_at:  # before the selection
+        if streak >= streak_at and n_iter >= newton_at:  # before the selection
             streak = 0
             free = (U >= L).nonzero()[0]  # in I_up and I_low: U_t = L_t = F_t − shift
             k = free.size
@@ -142,50 +147,83 @@ def smo_solve_distances(
                 if n_iter == stop_at and stop_if is not None and stop_if[1](np.array(alpha)):
                     break
                 continue
-        i = int(U.argmax())
-        g_max = U.item(i)
-        D_i = D[i]
-        R_i = inverse.get(i)
+        i = int(argmax_up())
+        m[()] = item_up(i)
+        R_i = get_inverse(i)
         if R_i is None:
-            R_i = inverse_sqrt(D_i)
+            R_i = inverse_sqrt(D[i])
             if len(inverse) < keep_rows:
                 inverse[i] = R_i
-        m[()] = g_max
-        np.subtract(m, L, out=score)  # b_t = m − F_t over I_low, −inf outside
-        np.multiply(score, R_i, out=buf)
-        j = int(buf.argmax())
-        b_j = score.item(j)
+        subtract(m, L, score)  # b_t = m − F_t over I_low, −inf outside
+        multiply(score, R_i, buf)
+        j = int(argmax_buf())
+        b_j = item_score(j)
         # m − M ≥ b_j, so the full stopping test is needed only when b_j is below tol
         if b_j < tol and float(score.max()) < tol:
             converged = True
             break
         y_i, y_j = ys[i], ys[j]
         a_i_old, a_j_old = alpha[i], alpha[j]
-        if 0.0 < a_i_old < C and 0.0 < a_j_old < C:
+        i_free = 0.0 < a_i_old < C
+        j_free = 0.0 < a_j_old < C
+        if i_free and j_free:
             streak += 1
         else:
             streak = 0
-        a_i, a_j = pair_update(a_i_old, a_j_old, y_i, y_j, b_j, 2.0 * D_i.item(j), C)
+        # pair_update, inline (a call and a tuple fewer); a_ij = 2 D_ij
+        if y_i != y_j:
+            delta = y_i * b_j / (2.0 * entry(i, j))
+            diff = a_i_old - a_j_old
+            a_i, a_j = a_i_old + delta, a_j_old + delta
+            if diff > 0.0:
+                if a_j < 0.0:
+                    a_j, a_i = 0.0, diff
+                if a_i > C:
+                    a_i, a_j = C, C - diff
+            else:
+                if a_i < 0.0:
+                    a_i, a_j = 0.0, -diff
+                if a_j > C:
+                    a_j, a_i = C, C + diff
+        else:
+            delta = -y_i * b_j / (2.0 * entry(i, j))
+            total = a_i_old + a_j_old
+            a_i, a_j = a_i_old - delta, a_j_old + delta
+            if total > C:
+                if a_i > C:
+                    a_i, a_j = C, total - C
+                if a_j > C:
+                    a_j, a_i = C, total - C
+            else:
+                if a_j < 0.0:
+                    a_j, a_i = 0.0, total
+                if a_i < 0.0:
+                    a_i, a_j = 0.0, total
         alpha[i] = a_i
         alpha[j] = a_j
-        c_i, c_j = -y_i * (a_i - a_i_old), -y_j * (a_j - a_j_old)
-        daxpy(W[i], G, n2, -c_i)  # positional (n, a): f2py parses keywords slower, ~0.1 µs
-        daxpy(W[j], G, n2, -c_j)
-        shift += c_i + c_j
-        # i was in I_up and j in I_low: their new F are U_i and L_j
-        F_i, F_j = U.item(i), L.item(j)
-        if y_i > 0:
-            U[i] = -inf if a_i >= C else F_i
-            L[i] = inf if a_i <= 0.0 else F_i
-        else:
-            U[i] = -inf if a_i <= 0.0 else F_i
-            L[i] = inf if a_i >= C else F_i
-        if y_j > 0:
-            U[j] = -inf if a_j >= C else F_j
-            L[j] = inf if a_j <= 0.0 else F_j
-        else:
-            U[j] = -inf if a_j <= 0.0 else F_j
-            L[j] = inf if a_j >= C else F_j
+        # F += c_t K_t (c_t = −y_t Δα_t) is G −= c_t W_t and shift += c_t; −c_t = y_t Δα_t exactly
+        e_i, e_j = y_i * (a_i - a_i_old), y_j * (a_j - a_j_old)
+        daxpy(W[i], G, n2, e_i)  # positional (n, a): f2py parses keywords slower, ~0.1 µs
+        daxpy(W[j], G, n2, e_j)
+        shift -= e_i + e_j
+        # i was in I_up and j in I_low, so U_i and L_j hold their new F. A point free before
+        # and after stays in both sets, its U and L moved alike (one daxpy over [D | D]): no write
+        if not (i_free and 0.0 < a_i < C):
+            F_i = item_up(i)
+            if y_i > 0:
+                U[i] = -inf if a_i >= C else F_i
+                L[i] = inf if a_i <= 0.0 else F_i
+            else:
+                U[i] = -inf if a_i <= 0.0 else F_i
+                L[i] = inf if a_i >= C else F_i
+        if not (j_free and 0.0 < a_j < C):
+            F_j = item_low(j)
+            if y_j > 0:
+                U[j] = -inf if a_j >= C else F_j
+                L[j] = inf if a_j <= 0.0 else F_j
+            else:
+                U[j] = -inf if a_j <= 0.0 else F_j
+                L[j] = inf if a_j >= C else F_j
         n_iter += 1
         if n_iter == stop_at and stop_if is not None and stop_if[1](np.array(alpha)):
             break
