@@ -32,7 +32,7 @@ from scipy.linalg.blas import daxpy
 
 from ..workspace import Empty
 from .face_newton import face_newton_step
-from .smo import SMOResult, default_max_iter, dual_objective, intercept_rule, pair_update
+from .smo import SMOResult, default_max_iter, dual_objective, intercept_rule
 
 NEWTON_STREAK = 3
 """With ``newton``, a Newton step on the free face (``face_newton``) follows this many SMO steps in a
@@ -73,6 +73,8 @@ def smo_solve_distances(
     max_inverse_rows: int | None = None,
     empty: Empty = np.empty,
     newton: bool = False,
+    rows: np.ndarray | None = None,
+    inverse: dict[int, np.ndarray] | None = None,
 ) -> SMOResult:
     """Solve the C-SVC dual (finite C) of the rbf kernel by SMO with WSS3 over D = max(1 − K, τ/2)
     (Fan, Chen & Lin 2005; K_ii = 1, so a_it = 2 D_it), given as W = [D | D] (n × 2n, e.g.
@@ -82,12 +84,19 @@ def smo_solve_distances(
     makes the whole D^(−1/2) of small problems (a ``workspace.workspace``'s, say). With
     ``newton``, Newton steps on the free face (:func:`.face_newton.face_newton_step`, after
     ``NEWTON_STREAK`` SMO steps among free points) join SMO's, each counted as one iteration; the
-    stopping rule is SMO's."""
+    stopping rule is SMO's. With ``rows`` (sorted indices, no ``start``), the problem holds only
+    those rows of W and y gives their targets: the other rows stay out of I_up and I_low (α = 0,
+    y = 0), so no block of W is copied, and the result is the problem's alone. ``inverse`` holds
+    rows of D^(−1/2) of W made by earlier problems on the same W, and gains this one's."""
     y = np.ascontiguousarray(y, dtype=np.float64)
+    y_problem = y
+    if rows is not None:
+        y = np.zeros(W.shape[0])
+        y[rows] = y_problem
     n = y.shape[0]
     D = W[:, :n]
     if max_iter is None:
-        max_iter = default_max_iter(n)
+        max_iter = default_max_iter(y_problem.shape[0])
     inf = np.inf
     pos = y > 0
     n2 = 2 * n
@@ -95,22 +104,26 @@ def smo_solve_distances(
     U, L = G[:n], G[n:]
     if start is None or start.grad is None:
         alpha = [0.0] * n
-        # α = 0: F = −y∘∇f = y, I_up the positive points, I_low the negative ones
+        # α = 0: F = −y∘∇f = y, I_up the positive points, I_low the negative ones (rows
+        # outside the problem, y = 0, in neither)
         np.copyto(U, y)
         np.copyto(L, y)
         U[~pos] = -inf
-        L[pos] = inf
+        L[y >= 0.0] = inf
     else:
+        if rows is not None:
+            raise ValueError("smo_solve_distances resumes only problems of all rows")
         a0, F = start.alpha, start.grad
         alpha = a0.tolist()
         U[...] = np.where((pos & (a0 < C)) | (~pos & (a0 > 0.0)), F, -inf)  # F on I_up
         L[...] = np.where((pos & (a0 > 0.0)) | (~pos & (a0 < C)), F, inf)  # F on I_low
     ys = y.tolist()
     keep_rows = n if max_inverse_rows is None else max_inverse_rows
-    inverse: dict[int, np.ndarray] = {}
-    if not newton and n <= WHOLE_INVERSE_MAX_ROWS and keep_rows >= n:
-        R = inverse_sqrt(D, out=empty((n, n)))
-        inverse = dict(enumerate(R))
+    if inverse is None:
+        inverse = {}
+        if not newton and n <= WHOLE_INVERSE_MAX_ROWS and keep_rows >= n:
+            R = inverse_sqrt(D, out=empty((n, n)))
+            inverse = dict(enumerate(R))
     m = np.empty(())  # m(α) as a 0-d array
     score = np.empty(n)
     buf = np.empty(n)
@@ -231,6 +244,8 @@ def smo_solve_distances(
     alpha_out = np.array(alpha)
     F = np.where(np.isfinite(U), U, L)  # every t is in I_up or I_low (0 < C)
     F += shift
+    if rows is not None:
+        alpha_out, F, y = alpha_out[rows], F[rows], y_problem
     before = (start.n_iter, start.n_kernel_rows) if start is not None else (0, 0)
     return SMOResult(
         alpha=alpha_out,
