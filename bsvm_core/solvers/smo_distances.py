@@ -16,12 +16,12 @@ take four of those calls off each step:
 Half of a step is Python, so the loop also keeps its bytecodes few: :func:`.smo.pair_update`
 inline (tested against it through ``smo_solve``'s steps), bound methods as locals, and no writes to
 U and L for a point free before and after its step (a daxpy over [D | D] moves its U_t and L_t
-alike, so they stay equal). Wine's pairs and moons: 5-10 % less solver CPU, the same bits.
+alike, so they stay equal). Wine's pairs and moons: 3-9 % less solver CPU, the same bits.
 
 With ``rows`` a problem on some rows (a one-vs-one pair) runs on the [D | D] of all rows, the
 others kept out of both sets: no block is copied (wine: 6 ``take`` of ~10 µs a fit), and rows of
 D^(−1/2) made for one pair serve the next (``inverse``); a step over 178 rows instead of 107-130
-costs a little more, the fit 0.87-0.91x of the block's (wine, C = 1 and 10, same models).
+costs a little more, the fit 0.91x of the blocks' (wine, C = 1 and 10, the same models).
 
 argmax b R and argmax b²/(a/2) agree but for rounding, so a near tie may pick another j than
 ``smo_solve``; the stopping rule (m − M < tol) and the pair update are the same.
