@@ -16,7 +16,8 @@ take four of those calls off each step:
 Half of a step is Python, so the loop also keeps its bytecodes few: :func:`.smo.pair_update`
 inline (tested against it through ``smo_solve``'s steps), bound methods as locals, and no writes to
 U and L for a point free before and after its step (a daxpy over [D | D] moves its U_t and L_t
-alike, so they stay equal). Wine's pairs and moons: 3-9 % less solver CPU, the same bits.
+alike, so they stay equal), and daxpy reads its row at an offset into W's flat view (no view
+made). Wine's pairs and moons: 4-10 % less solver CPU, the same bits.
 
 With ``rows`` a problem on some rows (a one-vs-one pair) runs on the [D | D] of all rows, the
 others kept out of both sets: no block is copied (wine: 6 ``take`` of ~10 µs a fit), and rows of
