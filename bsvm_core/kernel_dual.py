@@ -245,39 +245,45 @@ def solve_on_shared_matrix(
     cache_mb: float,
 ) -> list[SMOResult]:
     """Every (row mask, ±1 targets) problem's dual as :func:`solve_dual` would solve it on a dense
-    matrix, each matrix taken (two ``take``: 15 µs on wine's pairs) from one kernel matrix of all
-    rows instead of filled anew (110 µs a pair, mostly fixed cost)."""
+    matrix, from one kernel matrix of all rows instead of one filled anew (110 µs a pair, mostly
+    fixed cost): a problem that SMO solves alone on [D | D] runs on the [D | D] of all rows, the
+    others' rows kept out of its sets (no copy; the rows of D^(−1/2) made once for all problems),
+    any other takes its block (two ``take``: 15 µs on wine's pairs)."""
     results = []
     common = {"tol": tol, "max_iter": max_iter, "cache_mb": cache_mb}
     n = X.shape[0]
+    d = X.shape[1]
+    # SMO alone on [D | D] (a problem of all rows has n targets: no mask.all(), ~1.5 µs each)
+    on_whole = [
+        doubled_applies(y_pm.size, d, kernel, C, max_iter, cache_mb)
+        and (y_pm.size == n or 16 * n * n <= cache_mb * 2**20)
+        for _, y_pm in problems
+    ]
     with workspace() as outer:
-        # one-vs-rest problems take the matrix itself: [D | D] when they solve on it
         W_all = None
-        d = X.shape[1]
-        # a problem of all rows has n targets (no mask.all(): ~1.5 µs of Python each)
-        if doubled_applies(n, d, kernel, C, max_iter, cache_mb) and any(
-            y_pm.size == n for _, y_pm in problems
-        ):
+        if any(on_whole):
             W_all = dense_kernel_matrix(X, kernel, kw, outer, doubled=True)
             M_all = W_all[:, :n]
         else:
             M_all = dense_kernel_matrix(X, kernel, kw, outer)
-        for mask, y_pm in problems:
+        inverse: dict[int, np.ndarray] = {}  # rows of D^(−1/2) of all rows, for every problem
+        for (mask, y_pm), whole in zip(problems, on_whole, strict=True):
+            if whole:
+                rows = None if y_pm.size == n else mask.nonzero()[0]
+                res = _smo_doubled(W_all, y_pm, C, common, outer, rows=rows, inverse=inverse)
+                res.n_kernel_rows = y_pm.size  # each row computed once, in the matrix
+                results.append(res)
+                continue
             with workspace() as empty:  # a problem's buffers go back for the next one
                 rows = None if y_pm.size == n else mask.nonzero()[0]
-                Xp, M, W = X, M_all, W_all
+                Xp, M = X, M_all
                 if rows is not None:
                     r = rows.size
-                    doubled = doubled_applies(r, d, kernel, C, max_iter, cache_mb)
-                    W = empty((r, 2 * r)) if doubled else None
-                    M = empty((r, r)) if W is None else W[:, :r]
-                    # on [D | D] SMO reads only d of the problem's X: no copy of its rows
-                    Xp, picked = X if doubled else X[rows], empty((r, n))
+                    M, Xp, picked = empty((r, r)), X[rows], empty((r, n))
                     # mode "clip" (the rows are valid): "raise" buffers the output, 2.7x slower
                     np.take(M_all, rows, axis=0, out=picked, mode="clip")
-                    cols = rows if W is None else np.concatenate((rows, rows))  # [D | D] at once
-                    np.take(picked, cols, axis=1, out=M if W is None else W, mode="clip")
-                results.append(_solve_small(Xp, y_pm, C, kernel, kw, None, common, empty, M, W))
+                    np.take(picked, rows, axis=1, out=M, mode="clip")
+                results.append(_solve_small(Xp, y_pm, C, kernel, kw, None, common, empty, M))
     return results
 
 
@@ -366,7 +372,7 @@ def _smo_doubled(
 ) -> SMOResult:
     """SMO with face Newton steps on W = [D | D] (``solvers.smo_distances``), the rows of
     D^(−1/2) kept within what ``cache_mb`` leaves beside W."""
-    keep = int(max(common["cache_mb"] * 2**20 - W.nbytes, 0.0) // (8 * y_pm.size))
+    keep = int(max(common["cache_mb"] * 2**20 - W.nbytes, 0.0) // (8 * W.shape[0]))
     return smo_solve_distances(
         W,
         y_pm,

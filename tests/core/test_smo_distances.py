@@ -84,6 +84,27 @@ def test_rows_of_the_inverse_made_one_at_a_time(monkeypatch: pytest.MonkeyPatch)
         np.testing.assert_array_equal(lazy.alpha, whole.alpha)
 
 
+@pytest.mark.parametrize("newton", [False, True])
+@pytest.mark.parametrize("C", [1.0, 10.0])
+def test_a_problem_on_some_rows_of_a_larger_matrix(C: float, newton: bool) -> None:
+    X, y = data(160)
+    W = doubled(X, 0.05)
+    inverse: dict[int, np.ndarray] = {}
+    for seed in (0, 1):  # two problems on the same W share the rows of D^(-1/2)
+        rows = np.sort(np.random.default_rng(seed).choice(160, 110, replace=False))
+        W_rows = W[np.ix_(rows, np.concatenate((rows, rows + 160)))]  # the same entries
+        alone = smo_solve_distances(W_rows, y[rows], C, newton=newton)
+        within = smo_solve_distances(W, y[rows], C, newton=newton, rows=rows, inverse=inverse)
+        assert within.converged and within.n_iter == alone.n_iter
+        np.testing.assert_allclose(within.alpha, alone.alpha, atol=1e-12)
+        np.testing.assert_allclose(within.grad, alone.grad, atol=1e-12)
+        assert within.intercept == pytest.approx(alone.intercept, abs=1e-12)
+        assert within.objective == pytest.approx(alone.objective, rel=1e-12)
+        assert set(inverse) <= set(range(160))
+    with pytest.raises(ValueError):
+        smo_solve_distances(W, y[rows], C, rows=rows, start=within)
+
+
 def test_when_the_doubled_path_applies() -> None:
     n = kernel_dual.DOUBLED_MAX_ROWS
     assert kernel_dual.doubled_applies(n, 2, "rbf", 1.0, None, 200.0)
