@@ -4,6 +4,8 @@ and the whole solver against the exact optimum (interior point) and plain SMO at
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from sklearn.datasets import load_wine, make_classification, make_moons
@@ -11,7 +13,7 @@ from sklearn.preprocessing import StandardScaler
 
 from bsvm_core import kernel_matrices
 from bsvm_core.solvers import smo_distances
-from bsvm_core.solvers.face_newton import face_newton_step
+from bsvm_core.solvers.face_newton import RIDGE, face_newton_step
 from bsvm_core.solvers.smo_distances import smo_solve_distances
 
 from .test_smo import clarabel_dual
@@ -117,6 +119,39 @@ def test_a_blocked_step_stays_in_the_box_and_lowers_the_objective() -> None:
     assert abs(float(y @ moved)) < 1e-12
     assert objective(moved, y, K) < objective(alpha, y, K)
     np.testing.assert_allclose(F + dF, y - (y * moved) @ K, atol=1e-9)
+
+
+def test_the_blocking_point_and_its_bound_match_a_plain_ratio_test() -> None:
+    """Blocked steps at several interior points: the blocking place and the end it is pinned to
+    are those of the ratio test min over i of room_i / d_i (room C − α up, α down) on the face's
+    minimiser (with the ridge εI) solved directly; among them a rising and a falling blocker."""
+    X, y, gamma = problem("moons")
+    W = kernel_matrices.dense_kernel_matrix(X, "rbf", {"gamma": gamma}, doubled=True)
+    K = kernel_of(W)
+    free = np.arange(0, y.size, 5)
+    k = free.size
+    Q_FF = (y[free, None] * y[None, free]) * K[np.ix_(free, free)] + RIDGE * k * np.eye(k)
+    A = np.block([[Q_FF, y[free, None]], [y[None, free], np.zeros((1, 1))]])
+    ends = set()
+    # α_F in (0.015, 0.035): against C = 0.05 the room above is the smaller, against 0.5 below
+    for seed, C in itertools.product(range(6), (0.05, 0.5)):
+        alpha = interior_point(y, 0.05, free, seed=seed)
+        F = y - (y * alpha) @ K
+        out = face_newton_step(W[free, : y.size], free, y[free], alpha[free], F[free], C)
+        assert out is not None
+        new_F, _, blocked = out
+        d = np.linalg.solve(A, np.r_[y[free] * F[free], 0.0])[:k]  # −g_F = y∘F
+        a = alpha[free].tolist()
+        pairs = zip(a, d.tolist(), strict=True)
+        steps = [(C - a_i) / d_i if d_i > 0 else a_i / -d_i for a_i, d_i in pairs]
+        worst = min(range(k), key=steps.__getitem__)
+        if steps[worst] >= 1.0:
+            assert blocked == -1
+            continue
+        assert blocked == worst
+        assert new_F[blocked] == (C if d[worst] > 0 else 0.0)
+        ends.add(new_F[blocked])
+    assert 0.0 in ends and len(ends) >= 2  # pinned at 0 (falling) and at a C (rising)
 
 
 @pytest.mark.parametrize("name", ["moons", "wine", "classification"])
