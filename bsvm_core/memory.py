@@ -104,8 +104,9 @@ def estimate_fit_bytes(estimator: Any, n_samples: int, n_features: int, n_classe
     (within ``cache_mb``, one binary problem at a time: float32 rows of at most n entries, or up
     to ``DENSE_MAX_ROWS`` rows a float64 matrix, with the active sets' kept rows and their
     gathering buffer below ``ACTIVE_SET_MAX_ROWS``: up to 24 n² bytes; one-vs-one fits that
-    ``kernel_dual.lockstep_applies`` takes: a float32 matrix and every problem's kept float64
-    rows, 12 n² with half of each problem's rows kept) and
+    ``kernel_dual.lockstep_applies`` takes: a float32 matrix and the problems' float32 blocks
+    (``solvers.lockstep_blocks``), (12 − 8/K) n² on K balanced classes, more on skewed ones
+    but then as many blocks at a time as ``cache_mb`` holds: 12 n² within ``cache_mb``) and
     BayesianSVM's per-problem design matrices and per-chain draws before they are stacked.
     """
     _check_shape(n_samples, n_features, n_classes)
@@ -118,7 +119,7 @@ def estimate_fit_bytes(estimator: Any, n_samples: int, n_features: int, n_classe
         cache_mb = float(estimator.cache_mb)
         P = len(_problems(estimator, K)) if estimator.multiclass == "ovo" else 0
         if lockstep_applies(n, P, estimator.kernel, float(estimator.C), cache_mb):
-            rows = max(rows, 12 * n * n)  # its float32 matrix and the problems' kept rows
+            rows = max(rows, 12 * n * n)  # its float32 matrix and the problems' blocks
         working += min(int(cache_mb * 2**20), rows) + 4 * FLOAT * n
     if isinstance(estimator, BayesianSVM):
         P = 1 if K == 2 else K
