@@ -99,6 +99,14 @@ steps: with 1,500 rows and the active sets' probe as well, breast cancer (569 ro
 1.36x the time at C = 1 / 10, make_classification(800 / 1,400, 20) 1.16-1.26x; moons(400) at
 C = 1 (173 steps) 1.02-1.11x, at C = 10 (587 steps) 0.87-0.92x; wine's pairs 0.86-0.97x."""
 
+FILLED_INVERSE_MAX_ROWS = DOUBLED_MAX_ROWS
+"""Problems on a [D | D] of up to this many rows take all of R = D^(−1/2) from the fill
+(``kernel_matrices.rbf_distance_matrix``'s ``inverse``: float32 sqrt and reciprocal of the block
+in cache, widened), read by row views (:class:`_Rows`), instead of rows made as SMO first needs
+them (two ufunc calls and a dict insert each; wine's pairs make 55 of 178, moons(400) 80-82 of
+400). R costs wine's fill ~30 µs, moons' ~120 µs; fit time over rows as needed, interleaved in
+one process: wine's three pairs 0.95 / 0.96 (C = 1 / 10), moons 0.93 / 0.92, the same α."""
+
 BATCHED_MIN_ROWS = 8000
 """Binary problems with at least this many rows use the batched working-set solver; smaller ones
 the one-pair SMO (per step it is lighter in Python, and its row cache holds most of the kernel)."""
@@ -212,13 +220,14 @@ def solve_dual(
         block = kernel_block_function(X, kernel, **kw, dtype=dtype)
         return batched_smo_solve(block, diag, y_pm, C, dtype=dtype, **common)
     with workspace() as empty:  # the kernel matrix and rows: buffers kept from the last solve
-        M = W = None
+        M = W = R = None
         if doubled_applies(n, X.shape[1], kernel, C, max_iter, cache_mb):
-            W = dense_kernel_matrix(X, kernel, kw, empty, doubled=True)
+            R = empty((n, n)) if filled_inverse_applies(n, cache_mb) else None
+            W = rbf_distance_matrix(X, kw["gamma"], empty, np.float64, True, inverse=R)
             M = W[:, :n]
         elif dense_applies(n, kernel, cache_mb):
             M = dense_kernel_matrix(X, kernel, kw, empty)
-        return _solve_small(X, y_pm, C, kernel, kw, None, common, empty, M, W)
+        return _solve_small(X, y_pm, C, kernel, kw, None, common, empty, M, W, R)
 
 
 def shared_matrix_applies(
@@ -233,6 +242,27 @@ def shared_matrix_applies(
         and dense_applies(n, kernel, cache_mb)
         and (not subsets or n <= SHARED_SUBSET_MAX_ROWS)
     )
+
+
+class _Rows:
+    """R's rows by index through ``get`` (R[i], a view made per call) and its row count: what
+    ``smo_solve_distances`` reads of its ``inverse`` dict, without making n views first (a dict
+    of moons' 400 rows costs ~40 µs; a view a step ~0.1 µs)."""
+
+    __slots__ = ("_n", "get")
+
+    def __init__(self, R: np.ndarray) -> None:
+        self.get = R.__getitem__
+        self._n = R.shape[0]
+
+    def __len__(self) -> int:
+        return self._n
+
+
+def filled_inverse_applies(n: int, cache_mb: float) -> bool:
+    """Whether problems on the [D | D] of n rows get all of R = D^(−1/2) from the fill:
+    n ≤ ``FILLED_INVERSE_MAX_ROWS`` and [D | D] and R (24 n² bytes) within cache_mb."""
+    return n <= FILLED_INVERSE_MAX_ROWS and 24 * n * n <= cache_mb * 2**20
 
 
 def solve_on_shared_matrix(
@@ -262,12 +292,16 @@ def solve_on_shared_matrix(
     ]
     with workspace() as outer:
         W_all = None
+        # rows of D^(−1/2) of all rows, for every problem: all from the fill, or made as needed
+        inverse: dict[int, np.ndarray] | _Rows = {}
         if any(on_whole):
-            W_all = dense_kernel_matrix(X, kernel, kw, outer, doubled=True)
+            R = outer((n, n)) if filled_inverse_applies(n, cache_mb) else None
+            W_all = rbf_distance_matrix(X, kw["gamma"], outer, np.float64, True, inverse=R)
+            if R is not None:
+                inverse = _Rows(R)
             M_all = W_all[:, :n]
         else:
             M_all = dense_kernel_matrix(X, kernel, kw, outer)
-        inverse: dict[int, np.ndarray] = {}  # rows of D^(−1/2) of all rows, for every problem
         for (mask, y_pm), whole in zip(problems, on_whole, strict=True):
             if whole:
                 rows = None if y_pm.size == n else mask.nonzero()[0]
@@ -299,16 +333,19 @@ def _solve_small(
     empty: Empty,
     M: np.ndarray | None,
     W: np.ndarray | None = None,
+    R: np.ndarray | None = None,
 ) -> SMOResult:
     """:func:`solve_dual` below ``BATCHED_MIN_ROWS``: on the dense kernel matrix M
     (:func:`.kernel_matrices.dense_kernel_matrix`: D = 1 − K for rbf) or a row cache (M None),
     SMO, and the active sets after a probe; SMO by ``solvers.smo_distances`` when W = [D | D]
-    (M its left half) is given (then only X's width is read). ``diag`` (k(x, x), None: made
-    here when a solver needs it) is not read on [D | D]."""
+    (M its left half) is given (then only X's width is read), with R = D^(−1/2) whole if given
+    (:func:`filled_inverse_applies`). ``diag`` (k(x, x), None: made here when a solver needs it)
+    is not read on [D | D]."""
     tol, max_iter, cache_mb = common["tol"], common["max_iter"], common["cache_mb"]
     n = y_pm.size
+    doubled_kw: dict[str, Any] = {} if R is None else {"inverse": _Rows(R)}
     if W is not None and not active_sets_apply(n, X.shape[1], C, max_iter, kernel):
-        res = _smo_doubled(W, y_pm, C, common, empty)  # no row cache or block to set up
+        res = _smo_doubled(W, y_pm, C, common, empty, **doubled_kw)  # no row cache or block
         res.n_kernel_rows = n  # each row computed once, in the matrix
         return res
     if diag is None and W is None:
@@ -325,7 +362,7 @@ def _solve_small(
     def smo(**kw_smo: Any) -> SMOResult:
         """SMO from ``start`` (or α = 0), stopping where ``stop_if`` says."""
         if W is not None:
-            return _smo_doubled(W, y_pm, C, common, empty, **kw_smo)
+            return _smo_doubled(W, y_pm, C, common, empty, **doubled_kw, **kw_smo)
         return smo_solve(None, diag, y_pm, C, **kw_smo, **smo_args)
 
     if active_sets_apply(n, X.shape[1], C, max_iter, kernel):
