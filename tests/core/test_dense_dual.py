@@ -153,3 +153,78 @@ def test_smo_on_distances_takes_the_steps_of_smo_on_the_kernel(C) -> None:
     np.testing.assert_allclose(on_d.grad, on_k.grad, atol=1e-9)  # the shift added back
     assert on_d.intercept == pytest.approx(on_k.intercept, abs=1e-9)
     assert on_d.objective == pytest.approx(on_k.objective, rel=1e-10)
+
+
+@pytest.mark.parametrize("block_rows", [1, 7, 64, 1000])
+def test_fill_gives_the_inverse_root_of_the_distances(block_rows) -> None:
+    """The fill's ``inverse`` is 1 / √D of the same D (float32 sqrt and reciprocal: within
+    2.5e-7 relative of float64's), every entry written, and the diagonal (τ/2)^(−1/2) exactly."""
+    X = StandardScaler().fit_transform(load_breast_cancer().data[:150])
+    gamma = 1.0 / (X.shape[1] * X.var())
+    R = np.full((150, 150), np.nan)
+    W = kernel_matrices.rbf_distance_matrix(X, gamma, dtype=np.float64, doubled=True, inverse=R)
+    D = W[:, :150]
+    np.testing.assert_array_equal(
+        D, kernel_matrices.rbf_distance_matrix(X, gamma, dtype=np.float64)
+    )
+    np.testing.assert_array_equal(np.diag(R), 1.0 / np.sqrt(0.5e-12))
+    np.testing.assert_allclose(R, 1.0 / np.sqrt(D), rtol=2.5e-7, atol=0.0)
+    M, R2 = np.full((150, 150), np.nan), np.full((150, 150), np.nan)
+    kernel_matrices.rbf_symmetric_fill(
+        X, gamma, M, kernel_matrices._distances_into, block_rows=block_rows, inverse=R2
+    )
+    off = ~np.eye(150, dtype=bool)
+    np.testing.assert_allclose(R2[off], 1.0 / np.sqrt(M[off]), rtol=2.5e-7, atol=0.0)
+
+
+@pytest.mark.parametrize("C", [1.0, 10.0])
+def test_doubled_path_with_the_filled_inverse_meets_rows_made_as_needed(monkeypatch, C) -> None:
+    """A binary problem and one-vs-one pairs on [D | D] with all of D^(−1/2) from the fill
+    (float32 rounding may only break near ties of WSS3's j otherwise) reach the objectives of
+    rows made as SMO needs them and of the exact optimum."""
+    X, y3 = make_classification(
+        300,
+        3,
+        n_informative=3,
+        n_redundant=0,
+        n_classes=3,
+        n_clusters_per_class=1,
+        flip_y=0.1,
+        random_state=1,
+    )
+    X = StandardScaler().fit_transform(X)
+    y = np.where(y3 == 1, 1.0, -1.0)
+    assert kernel_dual.doubled_applies(300, 3, "rbf", C, None, 200.0)
+    assert kernel_dual.filled_inverse_applies(300, 200.0)
+    problems = []
+    for a, b in ((0, 1), (0, 2), (1, 2)):
+        mask = (y3 == a) | (y3 == b)
+        problems.append((mask, np.where(y3[mask] == a, 1.0, -1.0)))
+
+    def shared():
+        return kernel_dual.solve_on_shared_matrix(
+            X, problems, C, "rbf", KW["rbf"], 1e-3, None, 200.0
+        )
+
+    filled_with = []  # the fill's inverse argument, a call each
+
+    def spy(*args, inverse=None, **kwargs):
+        filled_with.append(inverse is not None)
+        return kernel_matrices.rbf_distance_matrix(*args, inverse=inverse, **kwargs)
+
+    with monkeypatch.context() as m:
+        m.setattr(kernel_dual, "rbf_distance_matrix", spy)
+        filled, pairs = solve(X, y, "rbf", C), shared()
+    assert filled_with == [True, True]
+    with monkeypatch.context() as m:
+        m.setattr(kernel_dual, "FILLED_INVERSE_MAX_ROWS", 0)
+        as_needed, pairs_as_needed = solve(X, y, "rbf", C), shared()
+    K = kernel_matrix(X, X, "rbf", **KW["rbf"])
+    for res, ref, mask, y_pm in [(filled, as_needed, None, y)] + [
+        (p, q, mask, y_pm)
+        for p, q, (mask, y_pm) in zip(pairs, pairs_as_needed, problems, strict=True)
+    ]:
+        assert res.converged and ref.converged
+        assert res.objective == pytest.approx(ref.objective, rel=1e-6)
+        K_p = K if mask is None else K[np.ix_(mask, mask)]
+        assert res.objective == pytest.approx(clarabel_dual(K_p, y_pm, C), rel=1e-3)
