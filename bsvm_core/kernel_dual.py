@@ -100,12 +100,15 @@ steps: with 1,500 rows and the active sets' probe as well, breast cancer (569 ro
 C = 1 (173 steps) 1.02-1.11x, at C = 10 (587 steps) 0.87-0.92x; wine's pairs 0.86-0.97x."""
 
 FILLED_INVERSE_MAX_ROWS = DOUBLED_MAX_ROWS
-"""Problems on a [D | D] of up to this many rows take all of R = D^(−1/2) from the fill
-(``kernel_matrices.rbf_distance_matrix``'s ``inverse``: float32 sqrt and reciprocal of the block
-in cache, widened), read by row views (:class:`_Rows`), instead of rows made as SMO first needs
-them (two ufunc calls and a dict insert each; wine's pairs make 55 of 178, moons(400) 80-82 of
-400). R costs wine's fill ~30 µs, moons' ~120 µs; fit time over rows as needed, interleaved in
-one process: wine's three pairs 0.95 / 0.96 (C = 1 / 10), moons 0.93 / 0.92, the same α."""
+"""Problems on the shared [D | D] of up to this many rows (:func:`solve_on_shared_matrix`) take
+all of R = D^(−1/2) from the fill (``kernel_matrices.rbf_distance_matrix``'s ``inverse``: float32
+sqrt and reciprocal of the block in cache, widened; ~30 µs on wine) read by row views
+(:class:`_Rows`), instead of rows made as SMO first needs them (two ufunc calls and a dict insert
+each: wine's pairs make 55 of 178). Fit time over rows as needed, C = 1 / 10, interleaved in one
+process, the same α to the bit: wine 0.96-0.97 / 0.97, iris 0.96 / 0.97, make_classification(300,
+4, 3 classes) 0.95 / 0.97, (200, 5, 4 classes) 0.94 / 0.95, one-vs-rest on wine 0.96 / 0.85, on
+(450, 4, 3 classes) 0.95 / 0.98. Not for a binary problem alone (``solve_dual``): moons(400) uses
+80-82 of R's 400 rows, and the fill's extra ~120 µs in a fit ate its solver's saving (1.01-1.04)."""
 
 BATCHED_MIN_ROWS = 8000
 """Binary problems with at least this many rows use the batched working-set solver; smaller ones
@@ -220,14 +223,13 @@ def solve_dual(
         block = kernel_block_function(X, kernel, **kw, dtype=dtype)
         return batched_smo_solve(block, diag, y_pm, C, dtype=dtype, **common)
     with workspace() as empty:  # the kernel matrix and rows: buffers kept from the last solve
-        M = W = R = None
+        M = W = None
         if doubled_applies(n, X.shape[1], kernel, C, max_iter, cache_mb):
-            R = empty((n, n)) if filled_inverse_applies(n, cache_mb) else None
-            W = rbf_distance_matrix(X, kw["gamma"], empty, np.float64, True, inverse=R)
+            W = dense_kernel_matrix(X, kernel, kw, empty, doubled=True)
             M = W[:, :n]
         elif dense_applies(n, kernel, cache_mb):
             M = dense_kernel_matrix(X, kernel, kw, empty)
-        return _solve_small(X, y_pm, C, kernel, kw, None, common, empty, M, W, R)
+        return _solve_small(X, y_pm, C, kernel, kw, None, common, empty, M, W)
 
 
 def shared_matrix_applies(
@@ -278,8 +280,9 @@ def solve_on_shared_matrix(
     """Every (row mask, ±1 targets) problem's dual as :func:`solve_dual` would solve it on a dense
     matrix, from one kernel matrix of all rows instead of one filled anew (110 µs a pair, mostly
     fixed cost): a problem that SMO solves alone on [D | D] runs on the [D | D] of all rows, the
-    others' rows kept out of its sets (no copy; the rows of D^(−1/2) made once for all problems),
-    any other takes its block (two ``take``: 15 µs on wine's pairs)."""
+    others' rows kept out of its sets (no copy; D^(−1/2) made once for all problems, whole by the
+    fill within ``FILLED_INVERSE_MAX_ROWS`` rows), any other takes its block (two ``take``: 15 µs
+    on wine's pairs)."""
     results = []
     common = {"tol": tol, "max_iter": max_iter, "cache_mb": cache_mb}
     n = X.shape[0]
@@ -333,19 +336,16 @@ def _solve_small(
     empty: Empty,
     M: np.ndarray | None,
     W: np.ndarray | None = None,
-    R: np.ndarray | None = None,
 ) -> SMOResult:
     """:func:`solve_dual` below ``BATCHED_MIN_ROWS``: on the dense kernel matrix M
     (:func:`.kernel_matrices.dense_kernel_matrix`: D = 1 − K for rbf) or a row cache (M None),
     SMO, and the active sets after a probe; SMO by ``solvers.smo_distances`` when W = [D | D]
-    (M its left half) is given (then only X's width is read), with R = D^(−1/2) whole if given
-    (:func:`filled_inverse_applies`). ``diag`` (k(x, x), None: made here when a solver needs it)
-    is not read on [D | D]."""
+    (M its left half) is given (then only X's width is read). ``diag`` (k(x, x), None: made
+    here when a solver needs it) is not read on [D | D]."""
     tol, max_iter, cache_mb = common["tol"], common["max_iter"], common["cache_mb"]
     n = y_pm.size
-    doubled_kw: dict[str, Any] = {} if R is None else {"inverse": _Rows(R)}
     if W is not None and not active_sets_apply(n, X.shape[1], C, max_iter, kernel):
-        res = _smo_doubled(W, y_pm, C, common, empty, **doubled_kw)  # no row cache or block
+        res = _smo_doubled(W, y_pm, C, common, empty)  # no row cache or block to set up
         res.n_kernel_rows = n  # each row computed once, in the matrix
         return res
     if diag is None and W is None:
@@ -362,7 +362,7 @@ def _solve_small(
     def smo(**kw_smo: Any) -> SMOResult:
         """SMO from ``start`` (or α = 0), stopping where ``stop_if`` says."""
         if W is not None:
-            return _smo_doubled(W, y_pm, C, common, empty, **doubled_kw, **kw_smo)
+            return _smo_doubled(W, y_pm, C, common, empty, **kw_smo)
         return smo_solve(None, diag, y_pm, C, **kw_smo, **smo_args)
 
     if active_sets_apply(n, X.shape[1], C, max_iter, kernel):

@@ -1,5 +1,6 @@
 """Whole kernel matrices of the small problems: the dense binary path's and lockstep's rbf matrix
-of D = 1 − K (upper triangle by row-block products, mirrored), and the float32 test for rbf blocks.
+of D = 1 − K (upper triangle by row-block products, mirrored), with D^(−1/2) on request, and the
+float32 test for rbf blocks.
 
 The solvers take these matrices from ``kernel_dual``; the maths of one block is
 ``kernels.kernel_block_function``'s product on centred data.
@@ -107,23 +108,21 @@ def rbf_symmetric_fill(
                 out[...] = exp_float32(rbf_product(X[r0:r1], center, right64[:, r0:], gamma))
 
         scratch = scratch_of(block_rows * n, dtype=np.float32)
-        roots = None if inverse is None else scratch_of(block_rows * n, dtype=np.float32)
         targets = (M,) if twin is None else (M, twin)
         for r0 in range(0, n, block_rows):
             r1 = min(r0 + block_rows, n)
-            size = (r1 - r0) * (n - r0)
-            E = scratch[:size].reshape(r1 - r0, n - r0)  # contiguous: a GEMM out
+            E = scratch[: (r1 - r0) * (n - r0)].reshape(r1 - r0, n - r0)  # contiguous: a GEMM out
             upper(r0, r1, E)
             finish(E, E)
             below = E[:, r1 - r0 :].T
             for target in targets:
                 target[r0:r1, r0:] = E
                 target[r1:, r0:r1] = below
-            if roots is not None and inverse is not None:
-                Q = np.sqrt(E, out=roots[:size].reshape(E.shape))
-                np.reciprocal(Q, out=Q)
-                inverse[r0:r1, r0:] = Q
-                inverse[r1:, r0:r1] = Q[:, r1 - r0 :].T
+            if inverse is not None:  # E is copied: its roots in place
+                np.sqrt(E, out=E)
+                np.reciprocal(E, out=E)
+                inverse[r0:r1, r0:] = E
+                inverse[r1:, r0:r1] = below
 
 
 def dense_kernel_matrix(

@@ -178,10 +178,10 @@ def test_fill_gives_the_inverse_root_of_the_distances(block_rows) -> None:
 
 
 @pytest.mark.parametrize("C", [1.0, 10.0])
-def test_doubled_path_with_the_filled_inverse_meets_rows_made_as_needed(monkeypatch, C) -> None:
-    """A binary problem and one-vs-one pairs on [D | D] with all of D^(−1/2) from the fill
-    (float32 rounding may only break near ties of WSS3's j otherwise) reach the objectives of
-    rows made as SMO needs them and of the exact optimum."""
+def test_shared_matrix_with_the_filled_inverse_meets_rows_made_as_needed(monkeypatch, C) -> None:
+    """One-vs-one pairs and a problem of all rows on the shared [D | D] with all of D^(−1/2) from
+    the fill (float32 rounding may only break near ties of WSS3's j otherwise) reach the
+    objectives of rows made as SMO needs them and of the exact optimum."""
     X, y3 = make_classification(
         300,
         3,
@@ -193,10 +193,9 @@ def test_doubled_path_with_the_filled_inverse_meets_rows_made_as_needed(monkeypa
         random_state=1,
     )
     X = StandardScaler().fit_transform(X)
-    y = np.where(y3 == 1, 1.0, -1.0)
     assert kernel_dual.doubled_applies(300, 3, "rbf", C, None, 200.0)
     assert kernel_dual.filled_inverse_applies(300, 200.0)
-    problems = []
+    problems = [(np.ones(300, dtype=bool), np.where(y3 == 1, 1.0, -1.0))]  # one-vs-rest's
     for a, b in ((0, 1), (0, 2), (1, 2)):
         mask = (y3 == a) | (y3 == b)
         problems.append((mask, np.where(y3[mask] == a, 1.0, -1.0)))
@@ -214,17 +213,14 @@ def test_doubled_path_with_the_filled_inverse_meets_rows_made_as_needed(monkeypa
 
     with monkeypatch.context() as m:
         m.setattr(kernel_dual, "rbf_distance_matrix", spy)
-        filled, pairs = solve(X, y, "rbf", C), shared()
-    assert filled_with == [True, True]
+        filled = shared()
+    assert filled_with == [True]
     with monkeypatch.context() as m:
         m.setattr(kernel_dual, "FILLED_INVERSE_MAX_ROWS", 0)
-        as_needed, pairs_as_needed = solve(X, y, "rbf", C), shared()
+        as_needed = shared()
     K = kernel_matrix(X, X, "rbf", **KW["rbf"])
-    for res, ref, mask, y_pm in [(filled, as_needed, None, y)] + [
-        (p, q, mask, y_pm)
-        for p, q, (mask, y_pm) in zip(pairs, pairs_as_needed, problems, strict=True)
-    ]:
+    for res, ref, (mask, y_pm) in zip(filled, as_needed, problems, strict=True):
         assert res.converged and ref.converged
         assert res.objective == pytest.approx(ref.objective, rel=1e-6)
-        K_p = K if mask is None else K[np.ix_(mask, mask)]
-        assert res.objective == pytest.approx(clarabel_dual(K_p, y_pm, C), rel=1e-3)
+        exact = clarabel_dual(K[np.ix_(mask, mask)], y_pm, C)
+        assert res.objective == pytest.approx(exact, rel=1e-3)
