@@ -299,7 +299,7 @@ def solve_on_shared_matrix(
         inverse: dict[int, np.ndarray] | _Rows = {}
         if any(on_whole):
             R = outer((n, n)) if filled_inverse_applies(n, cache_mb) else None
-            W_all = rbf_distance_matrix(X, kw["gamma"], outer, np.float64, True, inverse=R)
+            W_all = dense_kernel_matrix(X, kernel, kw, outer, doubled=True, inverse=R)
             if R is not None:
                 inverse = _Rows(R)
             M_all = W_all[:, :n]

@@ -126,14 +126,20 @@ def rbf_symmetric_fill(
 
 
 def dense_kernel_matrix(
-    X: np.ndarray, kernel: Any, kw: dict[str, Any], empty: Empty = np.empty, doubled: bool = False
+    X: np.ndarray,
+    kernel: Any,
+    kw: dict[str, Any],
+    empty: Empty = np.empty,
+    doubled: bool = False,
+    inverse: np.ndarray | None = None,
 ) -> np.ndarray:
     """The float64 kernel matrix of X by one product; rbf gives D = max(1 − K, τ/2) instead
     (:func:`rbf_distance_matrix` in float64), SMO's half curvatures (``DenseKernelRows`` with
-    distances), with ``doubled`` (rbf only) as [D | D] (``solvers.smo_distances``). ``empty``
-    makes the matrix (a ``workspace.workspace``'s, say)."""
+    distances), with ``doubled`` (rbf only) as [D | D] (``solvers.smo_distances``) and
+    ``inverse`` (rbf only) D^(−1/2). ``empty`` makes the matrix (a ``workspace.workspace``'s,
+    say)."""
     if kernel == "rbf":
-        return rbf_distance_matrix(X, kw["gamma"], empty, dtype=np.float64, doubled=doubled)
+        return rbf_distance_matrix(X, kw["gamma"], empty, np.float64, doubled, inverse)
     n = X.shape[0]
     M = empty((n, n))
     with single_blas_thread():

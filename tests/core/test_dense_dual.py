@@ -209,10 +209,10 @@ def test_shared_matrix_with_the_filled_inverse_meets_rows_made_as_needed(monkeyp
 
     def spy(*args, inverse=None, **kwargs):
         filled_with.append(inverse is not None)
-        return kernel_matrices.rbf_distance_matrix(*args, inverse=inverse, **kwargs)
+        return kernel_matrices.dense_kernel_matrix(*args, inverse=inverse, **kwargs)
 
     with monkeypatch.context() as m:
-        m.setattr(kernel_dual, "rbf_distance_matrix", spy)
+        m.setattr(kernel_dual, "dense_kernel_matrix", spy)
         filled = shared()
     assert filled_with == [True]
     with monkeypatch.context() as m:
