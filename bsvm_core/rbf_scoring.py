@@ -25,6 +25,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ._einsum import einsum
+
 EXP32_ULPS = 4.0
 """Error of numpy's float32 exp in units in the last place that the bound allows: measured at
 2.54 at most over 25 million arguments in [−104, 0] (numpy 2.4, AVX2), 1 for libm's expf."""
@@ -40,7 +42,7 @@ def _column_sums(S: np.ndarray) -> np.ndarray:
     time (wine 4.6 against 8.3 µs: the ufunc's outer loop steps row by row); otherwise (one
     column: the ufunc sums pairwise) the ufunc's own."""
     if S.flags.c_contiguous and S.shape[1] > 1:
-        return np.einsum("ij->j", S)
+        return einsum("ij->j", S)
     return np.add.reduce(S, axis=0)
 
 
@@ -49,12 +51,18 @@ def rbf_support_factor(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(c, R): c the mean of the support vectors S and R = [S − c, 1, γ‖S − c‖²]ᵀ, (d + 2, m).
     ``empty`` makes R and the centred copy of S (a ``workspace.workspace``'s, say)."""
-    center = _column_sums(S) / S.shape[0] if S.shape[0] else np.zeros(S.shape[1])
+    m, d = S.shape
+    if m:
+        center = _column_sums(S)
+        center /= m  # in place: the same quotient
+    else:
+        center = np.zeros(d)
     Sc = np.subtract(S, center, out=empty(S.shape))
-    right = empty((S.shape[1] + 2, S.shape[0]))
+    right = empty((d + 2, m))
     right[:-2] = Sc.T
     right[-2] = 1.0
-    right[-1] = gamma * np.einsum("ij,ij->i", Sc, Sc)
+    norms = einsum("ij,ij->i", Sc, Sc, out=right[-1])
+    norms *= gamma  # in place: the product γ‖s̃‖² as before
     return center, right
 
 
@@ -89,7 +97,7 @@ def rbf_product(X: np.ndarray, center: np.ndarray, right: np.ndarray, gamma: flo
     one product [2γx̃, −γ‖x̃‖², −1] · R with (c, R) from :func:`rbf_support_factor`."""
     left = np.empty((X.shape[0], X.shape[1] + 2))
     Xc = np.subtract(X, center, out=left[:, :-2])
-    np.einsum("ij,ij->i", Xc, Xc, out=left[:, -2])
+    einsum("ij,ij->i", Xc, Xc, out=left[:, -2])
     left[:, -2] *= -gamma
     left[:, -1] = -1.0
     Xc *= 2.0 * gamma

@@ -228,6 +228,28 @@ def test_kept_support_norms_change_no_decision_value(monkeypatch: pytest.MonkeyP
     np.testing.assert_allclose(blocked, kept, rtol=0, atol=1e-12)
 
 
+def test_binary_fit_keeps_its_problems_support_and_coefficients() -> None:
+    """A binary fit's support_ and dual_coef_ are its one problem's, as arrays of their own, and
+    _global_support maps that problem's support onto X's rows unchanged."""
+    X, y = dataset("breast_cancer")
+    est = KernelSVM(C=1.0).fit(X, y)
+    model = est.binary_models_[0]
+    np.testing.assert_array_equal(
+        est.support_, np.flatnonzero(np.isin(np.arange(y.size), model.support))
+    )
+    assert est.support_.dtype == np.intp and est.dual_coef_.shape == (1, model.support.size)
+    assert est.dual_coef_.tobytes() == model.coef.tobytes()
+    assert not np.shares_memory(est.support_, model.support)
+    assert not np.shares_memory(est.dual_coef_, model.coef)
+    np.testing.assert_array_equal(est.support_vectors_, X[est.support_])
+    y_idx = np.searchsorted(est.classes_, y)
+    np.testing.assert_array_equal(est._global_support(y_idx)[0], model.support)
+    K = kernel_matrix(X, est.support_vectors_, "rbf", resolve_gamma("scale", X))
+    np.testing.assert_allclose(
+        est.decision_function(X), K @ model.coef + model.intercept, rtol=0, atol=1e-10
+    )
+
+
 @pytest.mark.parametrize("multiclass", ["ovo", "ovr"])
 def test_joint_fit_places_each_support_vector_on_its_row(multiclass: str) -> None:
     """A joint fit's supports (handed to _after_fit as rows of X) are the rows the problems' own

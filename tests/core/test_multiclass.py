@@ -102,3 +102,17 @@ def test_problem_targets_from_class_masks_are_the_plain_ones() -> None:
         np.testing.assert_array_equal(mask_m, mask)
         assert t_m.dtype == np.float64 and t_m.tobytes() == t.tobytes()
         np.testing.assert_array_equal(t, np.where(y[mask] == problem[0], 1.0, -1.0))
+
+
+def test_two_class_targets_from_class_masks_are_the_plain_ones() -> None:
+    """With two classes every row is in the one problem: the mask is all rows, the targets the
+    plain ones."""
+    y = np.random.default_rng(4).integers(0, 2, 50)
+    members = y == np.arange(2)[:, None]
+    for problem in binary_problems(2, "ovo"):
+        mask, t = problem_targets(y, problem)
+        mask_m, t_m = problem_targets(y, problem, members)
+        assert mask_m.all() and mask_m.dtype == bool
+        np.testing.assert_array_equal(mask_m, mask)
+        assert t_m.dtype == np.float64 and t_m.tobytes() == t.tobytes()
+        np.testing.assert_array_equal(t_m, np.where(y == problem[0], 1.0, -1.0))
