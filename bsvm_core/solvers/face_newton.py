@@ -107,7 +107,7 @@ def face_newton_step(
         blocked = worst
         new[worst] = C if rises else 0.0
     if r_max >= CONTINUE_FROM:
-        new = continue_blocked(factor, u_v[1], sum_v, y_F, new, target, blocked, C)
+        new = continue_blocked(factor, u_v[1], sum_v, y_F, a_F, new, target, blocked, C)
     if r_max > 0.5:  # rounding only (np.clip costs 3x these two); with room to spare none
         np.maximum(new, 0.0, out=new)  # is needed: |t d| ≤ room / 2 keeps α + t d in the box
         np.minimum(new, C, out=new)
@@ -121,6 +121,7 @@ def continue_blocked(
     v: np.ndarray,
     sum_v: float,
     y_F: np.ndarray,
+    a_F: np.ndarray,
     new: np.ndarray,
     target: np.ndarray,
     q: int,
@@ -130,7 +131,7 @@ def continue_blocked(
     bound: towards target ← target + (b_q − target_q) P_q / P_qq, then P ← P − P_q P_qᵀ / P_qq,
     from P = Y(M⁻¹ − v vᵀ / eᵀv)Y (Y = diag(y_F)), the face's projected inverse in α.
 
-    ``factor`` is M's Cholesky factor (lower), v = M⁻¹e, ``new`` the first piece's end (α_q at
+    ``factor`` is M's Cholesky factor (lower), v = M⁻¹e, ``a_F`` the step's start, ``new`` the first piece's end (α_q at
     its bound), ``target`` the face's minimiser and q the blocking point's place. Descent: with
     z = y_F ∘ (α − α_F), the objective moves by f(z) = ½ zᵀK_FF z − F_Fᵀz ≤ f_M(z) = ½ zᵀMz − F_Fᵀz
     (M = K_FF + εI). Each piece runs from the current z towards the minimiser of the convex f_M
@@ -174,4 +175,9 @@ def continue_blocked(
             held.append(q)
             at.append(C if rises else 0.0)
     new[held] = at  # exactly at their bounds (the pieces move them by rounding)
+    # yᵀ(α − α_F) = 0 up to P's rounding, ~1e-9 C on ill-conditioned faces: spread what is left
+    # over the points not held (SMO's pair steps keep yᵀα as it is)
+    spread = y_F * ((y_F.dot(new) - y_F.dot(a_F)) / (k - len(held)))
+    spread[held] = 0.0
+    new -= spread
     return new
