@@ -182,8 +182,8 @@ def continue_blocked(
             at.append(C if rises else 0.0)
     new[held] = at  # exactly at their bounds (the pieces move them by rounding)
     # yᵀ(α − α_F) = 0 up to P's rounding, ~1e-9 C on ill-conditioned faces: spread what is left
-    # over the points not held (SMO's pair steps keep yᵀα as it is)
-    spread = y_F * ((y_F.dot(new) - y_F.dot(a_F)) / (k - len(held)))
+    # over the points not held (SMO's pair steps keep yᵀα as it is; k − |H| ≥ 1 bar rounding)
+    spread = y_F * ((y_F.dot(new) - y_F.dot(a_F)) / max(k - len(held), 1))
     spread[held] = 0.0
     new -= spread
     return new
