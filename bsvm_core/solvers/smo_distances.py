@@ -29,7 +29,8 @@ argmax b R and argmax b²/(a/2) agree but for rounding, so a near tie may pick a
 
 With ``newton`` (``kernel_dual`` sets it), a Newton step on the free face (:mod:`.face_newton`)
 replaces an SMO step whenever ``NEWTON_STREAK`` SMO steps in a row moved only free points: fewer,
-bigger steps (moons(400) at C = 10: 205 iterations instead of 587), the same stopping rule.
+bigger steps (moons(400) at C = 10: 153 iterations instead of 587; 205 before steps blocked early
+went on along the face, ``face_newton.CONTINUE_FROM``), the same stopping rule.
 """
 
 from __future__ import annotations
@@ -52,7 +53,10 @@ the sets. Iterations (SMO and Newton steps) at streaks 1 / 2 / 3 / 4 / 6, moons(
 171 / 194 / 205 / 234 / 319 (587 without), at C = 1 116 / 114 / 120 / 129 / 134 (173); wine's pairs
 at C = 10 25-37 / 28-42 / 30-45 / 38-49 / 42-54 (66-102). Fewer iterations cost more Newton steps
 (~35 µs each): the sum of the eight solves' CPU (moons and wine's pairs, C = 1 and 10) was least
-at 3, 5 % below 2; moons at C = 10 1.71 ms against 1.87 (2) and 2.08 (1), 2.6-2.8 without."""
+at 3, 5 % below 2; moons at C = 10 1.71 ms against 1.87 (2) and 2.08 (1), 2.6-2.8 without. With
+blocked steps continued (``face_newton.CONTINUE_FROM``), streaks 1 / 2 / 3 / 4: moons at C = 10 114
+/ 139 / 153 / 174 iterations, solver CPU 0.94 / 0.91 / 0.90 / 0.87 of streak 3 without them; C = 1
+1.40 / 1.22 / 0.99 / 1.04, wine at C = 10 1.17 / 1.05 / 1.02 / 0.97: 3 kept."""
 
 NEWTON_FLOPS_PER_STEP = 30_000
 """A Newton step on |F| free points waits |F|³ / this many SMO steps after the last one (its

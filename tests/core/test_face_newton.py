@@ -12,7 +12,7 @@ from sklearn.datasets import load_wine, make_classification, make_moons
 from sklearn.preprocessing import StandardScaler
 
 from bsvm_core import kernel_matrices
-from bsvm_core.solvers import smo_distances
+from bsvm_core.solvers import face_newton, smo_distances
 from bsvm_core.solvers.face_newton import RIDGE, face_newton_step
 from bsvm_core.solvers.smo_distances import smo_solve_distances
 
@@ -201,3 +201,51 @@ def test_a_stopped_run_with_newton_steps_resumes_to_the_optimum() -> None:
         assert rest.objective == pytest.approx(whole.objective, rel=1e-4)
     capped = smo_solve_distances(W, y, 10.0, newton=True, max_iter=7)
     assert not capped.converged and capped.n_iter == 7
+
+
+def test_a_step_blocked_early_goes_on_to_the_minimiser_with_its_blocking_points_held(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A step blocked before 1 / CONTINUE_FROM of the way goes on (``continue_blocked``); with no
+    cap on its pieces it ends at the minimiser of the ridged quadratic on the face with the points
+    at a bound held there, solved directly (the bordered KKT system with those points fixed),
+    inside the box, on yᵀα = 0 and below the start's objective."""
+    monkeypatch.setattr(face_newton, "MAX_CONTINUED", 10_000)
+    X, y, gamma = problem("moons")
+    W = kernel_matrices.dense_kernel_matrix(X, "rbf", {"gamma": gamma}, doubled=True)
+    K = kernel_of(W)
+    free = np.arange(0, y.size, 5)
+    k = free.size
+    M = (y[free, None] * y[None, free]) * K[np.ix_(free, free)] + RIDGE * k * np.eye(k)  # in d
+    held_counts = []
+    for seed, C in itertools.product(range(4), (0.04, 0.05)):
+        alpha = interior_point(y, 0.05, free, seed=seed)
+        alpha[free] *= C / 0.05
+        F = y - (y * alpha) @ K
+        a_F = alpha[free]
+        d = np.linalg.solve(
+            np.block([[M, y[free, None]], [y[None, free], np.zeros((1, 1))]]),
+            np.r_[y[free] * F[free], 0.0],
+        )[:k]
+        room = np.where(d > 0, C - a_F, a_F) / np.abs(d)
+        if room.min() >= 1.0 / face_newton.CONTINUE_FROM:
+            continue
+        out = face_newton_step(W[free, : y.size], free, y[free], a_F, F[free], C)
+        assert out is not None
+        new_F, dF, blocked = out
+        held = np.flatnonzero((new_F == 0.0) | (new_F == C))
+        assert blocked in held and held.size >= 2
+        held_counts.append(held.size)
+        # the face's minimiser with the held points fixed at their bounds, solved directly
+        rows = np.r_[y[None, free], np.eye(k)[held]]
+        A = np.block([[M, rows.T], [rows, np.zeros((rows.shape[0],) * 2)]])
+        rhs = np.r_[y[free] * F[free], 0.0, new_F[held] - a_F[held]]
+        best = a_F + np.linalg.solve(A, rhs)[:k]
+        np.testing.assert_allclose(new_F, best, rtol=0.0, atol=1e-7 * C)
+        assert new_F.min() >= 0.0 and new_F.max() <= C
+        moved = alpha.copy()
+        moved[free] = new_F
+        assert abs(float(y @ moved)) < 1e-12
+        assert objective(moved, y, K) < objective(alpha, y, K)
+        np.testing.assert_allclose(F + dF, y - (y * moved) @ K, atol=1e-9)
+    assert len(held_counts) >= 3 and max(held_counts) >= 3
