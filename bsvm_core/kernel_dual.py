@@ -276,23 +276,31 @@ def solve_on_shared_matrix(
     tol: float,
     max_iter: int | None,
     cache_mb: float,
+    rows: list[np.ndarray | None] | None = None,
 ) -> list[SMOResult]:
     """Every (row mask, ±1 targets) problem's dual as :func:`solve_dual` would solve it on a dense
     matrix, from one kernel matrix of all rows instead of one filled anew (110 µs a pair, mostly
     fixed cost): a problem that SMO solves alone on [D | D] runs on the [D | D] of all rows, the
     others' rows kept out of its sets (no copy; D^(−1/2) made once for all problems, whole by the
     fill within ``FILLED_INVERSE_MAX_ROWS`` rows), any other takes its block (two ``take``: 15 µs
-    on wine's pairs)."""
+    on wine's pairs). ``rows`` (None: made here) gives each problem's rows, ``mask.nonzero()[0]``,
+    or None for a problem of all rows."""
     results = []
     common = {"tol": tol, "max_iter": max_iter, "cache_mb": cache_mb}
     n = X.shape[0]
     d = X.shape[1]
-    # SMO alone on [D | D] (a problem of all rows has n targets: no mask.all(), ~1.5 µs each)
-    on_whole = [
-        doubled_applies(y_pm.size, d, kernel, C, max_iter, cache_mb)
-        and (y_pm.size == n or 16 * n * n <= cache_mb * 2**20)
-        for _, y_pm in problems
-    ]
+    if rows is None:  # a problem of all rows has n targets: no mask.all(), ~1.5 µs each
+        rows = [None if y_pm.size == n else mask.nonzero()[0] for mask, y_pm in problems]
+    # SMO alone on [D | D]: the test depends on the problem's size only (pairs share sizes)
+    doubled: dict[int, bool] = {}
+    on_whole = []
+    for _, y_pm in problems:
+        m = y_pm.size
+        if m not in doubled:
+            doubled[m] = doubled_applies(m, d, kernel, C, max_iter, cache_mb) and (
+                m == n or 16 * n * n <= cache_mb * 2**20
+            )
+        on_whole.append(doubled[m])
     with workspace() as outer:
         W_all = None
         # rows of D^(−1/2) of all rows, for every problem: all from the fill, or made as needed
@@ -303,24 +311,34 @@ def solve_on_shared_matrix(
             if R is not None:
                 inverse = _Rows(R)
             M_all = W_all[:, :n]
+            keep = _inverse_rows_kept(W_all, cache_mb)
         else:
             M_all = dense_kernel_matrix(X, kernel, kw, outer)
-        for (mask, y_pm), whole in zip(problems, on_whole, strict=True):
+        for (_, y_pm), whole, picked_rows in zip(problems, on_whole, rows, strict=True):
             if whole:
-                rows = None if y_pm.size == n else mask.nonzero()[0]
-                res = _smo_doubled(W_all, y_pm, C, common, outer, rows=rows, inverse=inverse)
+                res = smo_solve_distances(
+                    W_all,
+                    y_pm,
+                    C,
+                    tol,
+                    max_iter,
+                    max_inverse_rows=keep,
+                    empty=outer,
+                    newton=True,
+                    rows=picked_rows,
+                    inverse=inverse,
+                )
                 res.n_kernel_rows = y_pm.size  # each row computed once, in the matrix
                 results.append(res)
                 continue
             with workspace() as empty:  # a problem's buffers go back for the next one
-                rows = None if y_pm.size == n else mask.nonzero()[0]
                 Xp, M = X, M_all
-                if rows is not None:
-                    r = rows.size
-                    M, Xp, picked = empty((r, r)), X[rows], empty((r, n))
+                if picked_rows is not None:
+                    r = picked_rows.size
+                    M, Xp, picked = empty((r, r)), X[picked_rows], empty((r, n))
                     # mode "clip" (the rows are valid): "raise" buffers the output, 2.7x slower
-                    np.take(M_all, rows, axis=0, out=picked, mode="clip")
-                    np.take(picked, rows, axis=1, out=M, mode="clip")
+                    np.take(M_all, picked_rows, axis=0, out=picked, mode="clip")
+                    np.take(picked, picked_rows, axis=1, out=M, mode="clip")
                 results.append(_solve_small(Xp, y_pm, C, kernel, kw, None, common, empty, M))
     return results
 
@@ -410,18 +428,23 @@ def _smo_doubled(
 ) -> SMOResult:
     """SMO with face Newton steps on W = [D | D] (``solvers.smo_distances``), the rows of
     D^(−1/2) kept within what ``cache_mb`` leaves beside W."""
-    keep = int(max(common["cache_mb"] * 2**20 - W.nbytes, 0.0) // (8 * W.shape[0]))
     return smo_solve_distances(
         W,
         y_pm,
         C,
         common["tol"],
         common["max_iter"],
-        max_inverse_rows=keep,
+        max_inverse_rows=_inverse_rows_kept(W, common["cache_mb"]),
         empty=empty,
         newton=True,
         **kw_smo,
     )
+
+
+def _inverse_rows_kept(W: np.ndarray, cache_mb: float) -> int:
+    """Rows of D^(−1/2) that SMO on W = [D | D] may keep: what ``cache_mb`` leaves beside W, at
+    8 n bytes a row."""
+    return int(max(cache_mb * 2**20 - W.nbytes, 0.0) // (8 * W.shape[0]))
 
 
 def lockstep_applies(n: int, n_problems: int, kernel: Any, C: float, cache_mb: float) -> bool:

@@ -334,6 +334,7 @@ class KernelSVM(SVMClassifierBase):
         self._joint_support: list[np.ndarray] | None = None
         if callable(self.kernel):
             return None
+        rows: list[np.ndarray | None] | None = None  # X's rows of each problem, made once
         if (
             self.max_iter is None
             and self.n_jobs in (None, 1)
@@ -351,6 +352,8 @@ class KernelSVM(SVMClassifierBase):
             self.cache_mb,
         ):
             self._check_diagonal(X)
+            # a problem of all rows (one-vs-rest) needs no map to X's rows
+            rows = [None if y_pm.size == n else mask.nonzero()[0] for mask, y_pm in problems]
             try:
                 with single_blas_thread():  # one limit for all problems (~40 µs each)
                     solved = solve_on_shared_matrix(
@@ -362,17 +365,17 @@ class KernelSVM(SVMClassifierBase):
                         float(self.tol),
                         self.max_iter,
                         float(self.cache_mb),
+                        rows,
                     )
             except DualDivergence as err:
                 raise NotSeparableError(_NOT_SEPARABLE.format(err=err)) from None
         else:
             return None
+        if rows is None:  # a problem of all rows (one-vs-rest) needs no map to X's rows
+            rows = [None if y_pm.size == n else mask.nonzero()[0] for mask, y_pm in problems]
         models, supports = [], []
-        for (mask, y_pm), res in zip(problems, solved, strict=True):
-            # a problem of all rows (one-vs-rest) needs no map to X's rows
-            model, x_rows = self._binary_model(
-                X, y_pm, res, C, rows=None if y_pm.size == n else mask.nonzero()[0]
-            )
+        for (_, y_pm), res, x_problem in zip(problems, solved, rows, strict=True):
+            model, x_rows = self._binary_model(X, y_pm, res, C, rows=x_problem)
             models.append(model)
             supports.append(x_rows)
         self._joint_support = supports  # X's rows of each support, for _after_fit
