@@ -223,13 +223,18 @@ def solve_dual(
         block = kernel_block_function(X, kernel, **kw, dtype=dtype)
         return batched_smo_solve(block, diag, y_pm, C, dtype=dtype, **common)
     with workspace() as empty:  # the kernel matrix and rows: buffers kept from the last solve
-        M = W = None
-        if doubled_applies(n, X.shape[1], kernel, C, max_iter, cache_mb):
-            W = dense_kernel_matrix(X, kernel, kw, empty, doubled=True)
-            M = W[:, :n]
-        elif dense_applies(n, kernel, cache_mb):
-            M = dense_kernel_matrix(X, kernel, kw, empty)
-        return _solve_small(X, y_pm, C, kernel, kw, None, common, empty, M, W)
+        if doubled_applies(n, X.shape[1], kernel, C, max_iter, cache_mb):  # SMO alone
+            res = _smo_doubled(
+                dense_kernel_matrix(X, kernel, kw, empty, doubled=True), y_pm, C, common, empty
+            )
+            res.n_kernel_rows = n  # each row computed once, in the matrix
+            return res
+        M = (
+            dense_kernel_matrix(X, kernel, kw, empty)
+            if dense_applies(n, kernel, cache_mb)
+            else None
+        )
+        return _solve_small(X, y_pm, C, kernel, kw, None, common, empty, M)
 
 
 def shared_matrix_applies(
@@ -353,20 +358,14 @@ def _solve_small(
     common: dict[str, Any],
     empty: Empty,
     M: np.ndarray | None,
-    W: np.ndarray | None = None,
 ) -> SMOResult:
-    """:func:`solve_dual` below ``BATCHED_MIN_ROWS``: on the dense kernel matrix M
+    """:func:`solve_dual` below ``BATCHED_MIN_ROWS``, but for SMO alone on [D | D]
+    (:func:`_smo_doubled`): on the dense kernel matrix M
     (:func:`.kernel_matrices.dense_kernel_matrix`: D = 1 − K for rbf) or a row cache (M None),
-    SMO, and the active sets after a probe; SMO by ``solvers.smo_distances`` when W = [D | D]
-    (M its left half) is given (then only X's width is read). ``diag`` (k(x, x), None: made
-    here when a solver needs it) is not read on [D | D]."""
+    SMO, and the active sets after a probe. ``diag``: k(x, x) (None: made here)."""
     tol, max_iter, cache_mb = common["tol"], common["max_iter"], common["cache_mb"]
     n = y_pm.size
-    if W is not None and not active_sets_apply(n, X.shape[1], C, max_iter, kernel):
-        res = _smo_doubled(W, y_pm, C, common, empty)  # no row cache or block to set up
-        res.n_kernel_rows = n  # each row computed once, in the matrix
-        return res
-    if diag is None and W is None:
+    if diag is None:
         diag = kernel_diagonal(X, kernel, **kw)
     cache: KernelRowCache | DenseKernelRows
     block: Callable[..., None] | None = None
@@ -379,8 +378,6 @@ def _solve_small(
 
     def smo(**kw_smo: Any) -> SMOResult:
         """SMO from ``start`` (or α = 0), stopping where ``stop_if`` says."""
-        if W is not None:
-            return _smo_doubled(W, y_pm, C, common, empty, **kw_smo)
         return smo_solve(None, diag, y_pm, C, **kw_smo, **smo_args)
 
     if active_sets_apply(n, X.shape[1], C, max_iter, kernel):
