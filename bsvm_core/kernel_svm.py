@@ -334,7 +334,8 @@ class KernelSVM(SVMClassifierBase):
         self._joint_support: list[np.ndarray] | None = None
         if callable(self.kernel):
             return None
-        rows: list[np.ndarray | None] | None = None  # X's rows of each problem, made once
+        # X's rows of each problem, made once (None: all of them, one-vs-rest needs no map)
+        rows = [None if y_pm.size == n else mask.nonzero()[0] for mask, y_pm in problems]
         if (
             self.max_iter is None
             and self.n_jobs in (None, 1)
@@ -347,13 +348,11 @@ class KernelSVM(SVMClassifierBase):
         elif shared_matrix_applies(  # whatever n_jobs: the models must not depend on it
             n,
             len(problems),
-            any(y_pm.size < n for _, y_pm in problems),  # a problem of a subset of the rows
+            any(r is not None for r in rows),  # a problem of a subset of the rows
             self.kernel,
             self.cache_mb,
         ):
             self._check_diagonal(X)
-            # a problem of all rows (one-vs-rest) needs no map to X's rows
-            rows = [None if y_pm.size == n else mask.nonzero()[0] for mask, y_pm in problems]
             try:
                 with single_blas_thread():  # one limit for all problems (~40 µs each)
                     solved = solve_on_shared_matrix(
@@ -371,8 +370,6 @@ class KernelSVM(SVMClassifierBase):
                 raise NotSeparableError(_NOT_SEPARABLE.format(err=err)) from None
         else:
             return None
-        if rows is None:  # a problem of all rows (one-vs-rest) needs no map to X's rows
-            rows = [None if y_pm.size == n else mask.nonzero()[0] for mask, y_pm in problems]
         models, supports = [], []
         for (_, y_pm), res, x_problem in zip(problems, solved, rows, strict=True):
             model, x_rows = self._binary_model(X, y_pm, res, C, rows=x_problem)
