@@ -223,13 +223,18 @@ def solve_dual(
         block = kernel_block_function(X, kernel, **kw, dtype=dtype)
         return batched_smo_solve(block, diag, y_pm, C, dtype=dtype, **common)
     with workspace() as empty:  # the kernel matrix and rows: buffers kept from the last solve
-        M = W = None
-        if doubled_applies(n, X.shape[1], kernel, C, max_iter, cache_mb):
-            W = dense_kernel_matrix(X, kernel, kw, empty, doubled=True)
-            M = W[:, :n]
-        elif dense_applies(n, kernel, cache_mb):
-            M = dense_kernel_matrix(X, kernel, kw, empty)
-        return _solve_small(X, y_pm, C, kernel, kw, None, common, empty, M, W)
+        if doubled_applies(n, X.shape[1], kernel, C, max_iter, cache_mb):  # SMO alone
+            res = _smo_doubled(
+                dense_kernel_matrix(X, kernel, kw, empty, doubled=True), y_pm, C, common, empty
+            )
+            res.n_kernel_rows = n  # each row computed once, in the matrix
+            return res
+        M = (
+            dense_kernel_matrix(X, kernel, kw, empty)
+            if dense_applies(n, kernel, cache_mb)
+            else None
+        )
+        return _solve_small(X, y_pm, C, kernel, kw, None, common, empty, M)
 
 
 def shared_matrix_applies(
@@ -276,23 +281,31 @@ def solve_on_shared_matrix(
     tol: float,
     max_iter: int | None,
     cache_mb: float,
+    rows: list[np.ndarray | None] | None = None,
 ) -> list[SMOResult]:
     """Every (row mask, ±1 targets) problem's dual as :func:`solve_dual` would solve it on a dense
     matrix, from one kernel matrix of all rows instead of one filled anew (110 µs a pair, mostly
     fixed cost): a problem that SMO solves alone on [D | D] runs on the [D | D] of all rows, the
     others' rows kept out of its sets (no copy; D^(−1/2) made once for all problems, whole by the
     fill within ``FILLED_INVERSE_MAX_ROWS`` rows), any other takes its block (two ``take``: 15 µs
-    on wine's pairs)."""
+    on wine's pairs). ``rows`` (None: made here) gives each problem's rows, ``mask.nonzero()[0]``,
+    or None for a problem of all rows."""
     results = []
     common = {"tol": tol, "max_iter": max_iter, "cache_mb": cache_mb}
     n = X.shape[0]
     d = X.shape[1]
-    # SMO alone on [D | D] (a problem of all rows has n targets: no mask.all(), ~1.5 µs each)
-    on_whole = [
-        doubled_applies(y_pm.size, d, kernel, C, max_iter, cache_mb)
-        and (y_pm.size == n or 16 * n * n <= cache_mb * 2**20)
-        for _, y_pm in problems
-    ]
+    if rows is None:  # a problem of all rows has n targets: no mask.all(), ~1.5 µs each
+        rows = [None if y_pm.size == n else mask.nonzero()[0] for mask, y_pm in problems]
+    # SMO alone on [D | D]: the test depends on the problem's size only (pairs share sizes)
+    doubled: dict[int, bool] = {}
+    on_whole = []
+    for _, y_pm in problems:
+        m = y_pm.size
+        if m not in doubled:
+            doubled[m] = doubled_applies(m, d, kernel, C, max_iter, cache_mb) and (
+                m == n or 16 * n * n <= cache_mb * 2**20
+            )
+        on_whole.append(doubled[m])
     with workspace() as outer:
         W_all = None
         # rows of D^(−1/2) of all rows, for every problem: all from the fill, or made as needed
@@ -303,24 +316,34 @@ def solve_on_shared_matrix(
             if R is not None:
                 inverse = _Rows(R)
             M_all = W_all[:, :n]
+            keep = _inverse_rows_kept(W_all, cache_mb)
         else:
             M_all = dense_kernel_matrix(X, kernel, kw, outer)
-        for (mask, y_pm), whole in zip(problems, on_whole, strict=True):
+        for (_, y_pm), whole, picked_rows in zip(problems, on_whole, rows, strict=True):
             if whole:
-                rows = None if y_pm.size == n else mask.nonzero()[0]
-                res = _smo_doubled(W_all, y_pm, C, common, outer, rows=rows, inverse=inverse)
+                res = smo_solve_distances(
+                    W_all,
+                    y_pm,
+                    C,
+                    tol,
+                    max_iter,
+                    max_inverse_rows=keep,
+                    empty=outer,
+                    newton=True,
+                    rows=picked_rows,
+                    inverse=inverse,
+                )
                 res.n_kernel_rows = y_pm.size  # each row computed once, in the matrix
                 results.append(res)
                 continue
             with workspace() as empty:  # a problem's buffers go back for the next one
-                rows = None if y_pm.size == n else mask.nonzero()[0]
                 Xp, M = X, M_all
-                if rows is not None:
-                    r = rows.size
-                    M, Xp, picked = empty((r, r)), X[rows], empty((r, n))
+                if picked_rows is not None:
+                    r = picked_rows.size
+                    M, Xp, picked = empty((r, r)), X[picked_rows], empty((r, n))
                     # mode "clip" (the rows are valid): "raise" buffers the output, 2.7x slower
-                    np.take(M_all, rows, axis=0, out=picked, mode="clip")
-                    np.take(picked, rows, axis=1, out=M, mode="clip")
+                    np.take(M_all, picked_rows, axis=0, out=picked, mode="clip")
+                    np.take(picked, picked_rows, axis=1, out=M, mode="clip")
                 results.append(_solve_small(Xp, y_pm, C, kernel, kw, None, common, empty, M))
     return results
 
@@ -335,20 +358,14 @@ def _solve_small(
     common: dict[str, Any],
     empty: Empty,
     M: np.ndarray | None,
-    W: np.ndarray | None = None,
 ) -> SMOResult:
-    """:func:`solve_dual` below ``BATCHED_MIN_ROWS``: on the dense kernel matrix M
+    """:func:`solve_dual` below ``BATCHED_MIN_ROWS``, but for SMO alone on [D | D]
+    (:func:`_smo_doubled`): on the dense kernel matrix M
     (:func:`.kernel_matrices.dense_kernel_matrix`: D = 1 − K for rbf) or a row cache (M None),
-    SMO, and the active sets after a probe; SMO by ``solvers.smo_distances`` when W = [D | D]
-    (M its left half) is given (then only X's width is read). ``diag`` (k(x, x), None: made
-    here when a solver needs it) is not read on [D | D]."""
+    SMO, and the active sets after a probe. ``diag``: k(x, x) (None: made here)."""
     tol, max_iter, cache_mb = common["tol"], common["max_iter"], common["cache_mb"]
     n = y_pm.size
-    if W is not None and not active_sets_apply(n, X.shape[1], C, max_iter, kernel):
-        res = _smo_doubled(W, y_pm, C, common, empty)  # no row cache or block to set up
-        res.n_kernel_rows = n  # each row computed once, in the matrix
-        return res
-    if diag is None and W is None:
+    if diag is None:
         diag = kernel_diagonal(X, kernel, **kw)
     cache: KernelRowCache | DenseKernelRows
     block: Callable[..., None] | None = None
@@ -361,8 +378,6 @@ def _solve_small(
 
     def smo(**kw_smo: Any) -> SMOResult:
         """SMO from ``start`` (or α = 0), stopping where ``stop_if`` says."""
-        if W is not None:
-            return _smo_doubled(W, y_pm, C, common, empty, **kw_smo)
         return smo_solve(None, diag, y_pm, C, **kw_smo, **smo_args)
 
     if active_sets_apply(n, X.shape[1], C, max_iter, kernel):
@@ -410,18 +425,23 @@ def _smo_doubled(
 ) -> SMOResult:
     """SMO with face Newton steps on W = [D | D] (``solvers.smo_distances``), the rows of
     D^(−1/2) kept within what ``cache_mb`` leaves beside W."""
-    keep = int(max(common["cache_mb"] * 2**20 - W.nbytes, 0.0) // (8 * W.shape[0]))
     return smo_solve_distances(
         W,
         y_pm,
         C,
         common["tol"],
         common["max_iter"],
-        max_inverse_rows=keep,
+        max_inverse_rows=_inverse_rows_kept(W, common["cache_mb"]),
         empty=empty,
         newton=True,
         **kw_smo,
     )
+
+
+def _inverse_rows_kept(W: np.ndarray, cache_mb: float) -> int:
+    """Rows of D^(−1/2) that SMO on W = [D | D] may keep: what ``cache_mb`` leaves beside W, at
+    8 n bytes a row."""
+    return int(max(cache_mb * 2**20 - W.nbytes, 0.0) // (8 * W.shape[0]))
 
 
 def lockstep_applies(n: int, n_problems: int, kernel: Any, C: float, cache_mb: float) -> bool:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ._blas import single_blas_thread
+from ._einsum import einsum
 from .kernels import float32_exponent_bound, float32_exponent_error, kernel_block_function
 from .rbf_scoring import exp_float32, rbf_product, rbf_support_factor
 from .solvers.smo import TAU
@@ -29,6 +30,25 @@ make float32's cancellation shift even k(x, x) by several per cent, so those tak
 SYMMETRIC_MIN_BLOCK_ROWS = 128
 """Fewest rows of a block of :func:`rbf_symmetric_fill` (which takes a quarter of n by default):
 measured on breast cancer 0.70 ms at 128 rows, 0.85 at 512; digits 9.1 ms at 128, 7.8 at 512."""
+
+
+SMALL_SCRATCH_BYTES = 64 * 2**10
+"""Scratch arrays of :func:`rbf_symmetric_fill` up to this size (the centred data and the factors
+of small sets: wine's are 6-18 KB) come from ``np.empty`` (~0.2 µs), not the fill's workspace
+(~2 µs a call): below glibc's mmap threshold (128 KB at least), malloc hands back freed memory
+without fresh pages, so the workspace's saving of page faults does not arise."""
+
+
+def _scratch(kept: Empty) -> Empty:
+    """``empty(shape, dtype)``: ``np.empty`` for arrays of at most ``SMALL_SCRATCH_BYTES``, else
+    ``kept``'s (a ``workspace.workspace``'s)."""
+
+    def empty(shape: int | tuple[int, ...], dtype: type = np.float64) -> np.ndarray:
+        size = shape if isinstance(shape, int) else math.prod(shape)
+        small = size * (4 if dtype is np.float32 else 8) <= SMALL_SCRATCH_BYTES
+        return np.empty(shape, dtype=dtype) if small else kept(shape, dtype=dtype)
+
+    return empty
 
 
 def float32_blocks(X: np.ndarray, kernel: Any, gamma: float) -> bool:
@@ -87,7 +107,8 @@ def rbf_symmetric_fill(
     if block_rows is None:
         block_rows = max(SYMMETRIC_MIN_BLOCK_ROWS, -(-n // 4))
     block_rows = max(1, min(block_rows, n))
-    with workspace() as scratch_of, single_blas_thread():  # factors and blocks: kept buffers
+    with workspace() as kept, single_blas_thread():  # factors and blocks: kept buffers
+        scratch_of = _scratch(kept)  # small factors from np.empty
         # (c, R) with R = [x̃_t, 1, γ‖x̃_t‖²] by column; its last row also gives the float32 bound
         center, right64 = rbf_support_factor(X, gamma, scratch_of)
         bound = float32_exponent_bound(d, float(right64[-1].max(initial=0.0)))
@@ -107,7 +128,7 @@ def rbf_symmetric_fill(
             def upper(r0: int, r1: int, out: np.ndarray) -> None:
                 out[...] = exp_float32(rbf_product(X[r0:r1], center, right64[:, r0:], gamma))
 
-        scratch = scratch_of(block_rows * n, dtype=np.float32)
+        scratch = kept(block_rows * n, dtype=np.float32)
         targets = (M,) if twin is None else (M, twin)
         for r0 in range(0, n, block_rows):
             r1 = min(r0 + block_rows, n)
@@ -158,7 +179,8 @@ def _distances_into(E: np.ndarray, out: np.ndarray) -> None:
     np.subtract(np.float32(1.0), E, out=E)
     if out is not E:
         np.copyto(out, E)
-    low = np.flatnonzero(np.less(E, _HALF_TAU32))  # NaN compares false and stays, as in maximum
+    # NaN compares false and stays, as in maximum; flatnonzero's wrappers cost ~1.5 µs a call
+    low = np.less(E, _HALF_TAU32).ravel().nonzero()[0]
     if low.size:
         np.put(out, low, _HALF_TAU32)
 
@@ -181,8 +203,9 @@ def rbf_distance_matrix(
     D = W[:, :n]
     twin = W[:, n:] if doubled else None
     rbf_symmetric_fill(X, gamma, D, _distances_into, twin=twin, inverse=inverse)
+    # the diagonals as views (C einsum: no wrapper); fill_diagonal walks a strided view: 50 µs
     for half in (D,) if twin is None else (D, twin):
-        np.einsum("ii->i", half)[...] = 0.5 * TAU  # fill_diagonal walks a strided view: 50 µs
+        einsum("ii->i", half)[...] = 0.5 * TAU
     if inverse is not None:
-        np.einsum("ii->i", inverse)[...] = 1.0 / math.sqrt(0.5 * TAU)
+        einsum("ii->i", inverse)[...] = 1.0 / math.sqrt(0.5 * TAU)
     return W

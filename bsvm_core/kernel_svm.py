@@ -334,6 +334,8 @@ class KernelSVM(SVMClassifierBase):
         self._joint_support: list[np.ndarray] | None = None
         if callable(self.kernel):
             return None
+        # X's rows of each problem, made once (None: all of them, one-vs-rest needs no map)
+        rows = [None if y_pm.size == n else mask.nonzero()[0] for mask, y_pm in problems]
         if (
             self.max_iter is None
             and self.n_jobs in (None, 1)
@@ -346,7 +348,7 @@ class KernelSVM(SVMClassifierBase):
         elif shared_matrix_applies(  # whatever n_jobs: the models must not depend on it
             n,
             len(problems),
-            any(y_pm.size < n for _, y_pm in problems),  # a problem of a subset of the rows
+            any(r is not None for r in rows),  # a problem of a subset of the rows
             self.kernel,
             self.cache_mb,
         ):
@@ -362,17 +364,15 @@ class KernelSVM(SVMClassifierBase):
                         float(self.tol),
                         self.max_iter,
                         float(self.cache_mb),
+                        rows,
                     )
             except DualDivergence as err:
                 raise NotSeparableError(_NOT_SEPARABLE.format(err=err)) from None
         else:
             return None
         models, supports = [], []
-        for (mask, y_pm), res in zip(problems, solved, strict=True):
-            # a problem of all rows (one-vs-rest) needs no map to X's rows
-            model, x_rows = self._binary_model(
-                X, y_pm, res, C, rows=None if y_pm.size == n else mask.nonzero()[0]
-            )
+        for (_, y_pm), res, x_problem in zip(problems, solved, rows, strict=True):
+            model, x_rows = self._binary_model(X, y_pm, res, C, rows=x_problem)
             models.append(model)
             supports.append(x_rows)
         self._joint_support = supports  # X's rows of each support, for _after_fit
