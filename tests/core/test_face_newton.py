@@ -66,6 +66,25 @@ def interior_point(y: np.ndarray, C: float, free: np.ndarray, seed: int) -> np.n
     return alpha
 
 
+def assert_a_descent_step(
+    alpha: np.ndarray,
+    free: np.ndarray,
+    new_F: np.ndarray,
+    dF: np.ndarray,
+    F: np.ndarray,
+    y: np.ndarray,
+    K: np.ndarray,
+    C: float,
+) -> None:
+    """The step's α_F lie in the box, keep yᵀα = 0, lower the objective, and ΔF is F's change."""
+    assert new_F.min() >= 0.0 and new_F.max() <= C
+    moved = alpha.copy()
+    moved[free] = new_F
+    assert abs(float(y @ moved)) < 1e-12
+    assert objective(moved, y, K) < objective(alpha, y, K)
+    np.testing.assert_allclose(F + dF, y - (y * moved) @ K, atol=1e-9)
+
+
 def test_an_unblocked_step_lands_on_the_faces_minimiser() -> None:
     X, y, gamma = problem("wine")
     W = kernel_matrices.dense_kernel_matrix(X, "rbf", {"gamma": gamma}, doubled=True)
@@ -113,12 +132,7 @@ def test_a_blocked_step_stays_in_the_box_and_lowers_the_objective() -> None:
     assert out is not None
     new_F, dF, blocked = out
     assert blocked >= 0 and new_F[blocked] in (0.0, C)
-    assert new_F.min() >= 0.0 and new_F.max() <= C
-    moved = alpha.copy()
-    moved[free] = new_F
-    assert abs(float(y @ moved)) < 1e-12
-    assert objective(moved, y, K) < objective(alpha, y, K)
-    np.testing.assert_allclose(F + dF, y - (y * moved) @ K, atol=1e-9)
+    assert_a_descent_step(alpha, free, new_F, dF, F, y, K, C)
 
 
 def test_the_blocking_point_and_its_bound_match_a_plain_ratio_test() -> None:
@@ -242,10 +256,5 @@ def test_a_step_blocked_early_goes_on_to_the_minimiser_with_its_blocking_points_
         rhs = np.r_[y[free] * F[free], 0.0, new_F[held] - a_F[held]]
         best = a_F + np.linalg.solve(A, rhs)[:k]
         np.testing.assert_allclose(new_F, best, rtol=0.0, atol=1e-7 * C)
-        assert new_F.min() >= 0.0 and new_F.max() <= C
-        moved = alpha.copy()
-        moved[free] = new_F
-        assert abs(float(y @ moved)) < 1e-12
-        assert objective(moved, y, K) < objective(alpha, y, K)
-        np.testing.assert_allclose(F + dF, y - (y * moved) @ K, atol=1e-9)
+        assert_a_descent_step(alpha, free, new_F, dF, F, y, K, C)
     assert len(held_counts) >= 3 and max(held_counts) >= 3
