@@ -68,6 +68,10 @@ _SEED_BOUND = int(np.iinfo(np.int32).max)
 """Problems' seeds are drawn below it (made once: ``np.iinfo`` costs ~3 µs a call)."""
 
 
+_SCALAR_SEEDS = 3
+"""Seeds drawn one at a time up to this many (binary fits, three classes one-vs-one)."""
+
+
 def _draw_seeds(rng: np.random.RandomState, k: int) -> list[int]:
     """k seeds below ``_SEED_BOUND``: one draw each, or one draw of k (the same numbers and state
     left); up to ``_SCALAR_SEEDS`` of them one at a time (a scalar draw ~1.5 µs, a draw of k
@@ -75,10 +79,6 @@ def _draw_seeds(rng: np.random.RandomState, k: int) -> list[int]:
     if k <= _SCALAR_SEEDS:
         return [rng.randint(_SEED_BOUND) for _ in range(k)]
     return rng.randint(_SEED_BOUND, size=k).tolist()
-
-
-_SCALAR_SEEDS = 3
-"""Seeds drawn one at a time up to this many (binary fits, three classes one-vs-one)."""
 
 
 class SVMClassifierBase(ClassifierMixin, BaseEstimator):

@@ -43,7 +43,7 @@ from .solvers.lockstep_active_set import lockstep_active_sets
 from .solvers.lockstep_blocks import grouped_problems, problem_blocks
 from .solvers.lockstep_smo import LockstepResult, lockstep_smo
 from .solvers.smo import SMOResult, default_max_iter, dual_objective, intercept_rule, smo_solve
-from .solvers.smo_distances import smo_solve_distances
+from .solvers.smo_distances import InverseRows, smo_solve_distances
 from .workspace import Empty, workspace
 
 ACTIVE_SET_MAX_ROWS = 1500
@@ -224,11 +224,8 @@ def solve_dual(
         return batched_smo_solve(block, diag, y_pm, C, dtype=dtype, **common)
     with workspace() as empty:  # the kernel matrix and rows: buffers kept from the last solve
         if doubled_applies(n, X.shape[1], kernel, C, max_iter, cache_mb):  # SMO alone
-            res = _smo_doubled(
-                dense_kernel_matrix(X, kernel, kw, empty, doubled=True), y_pm, C, common, empty
-            )
-            res.n_kernel_rows = n  # each row computed once, in the matrix
-            return res
+            W = dense_kernel_matrix(X, kernel, kw, empty, doubled=True)
+            return _smo_doubled(W, y_pm, C, common, empty)
         M = (
             dense_kernel_matrix(X, kernel, kw, empty)
             if dense_applies(n, kernel, cache_mb)
@@ -252,8 +249,8 @@ def shared_matrix_applies(
 
 
 class _Rows:
-    """R's rows by index through ``get`` (R[i], a view made per call) and its row count: what
-    ``smo_solve_distances`` reads of its ``inverse`` dict, without making n views first (a dict
+    """R's rows by index through ``get`` (R[i], a view made per call) and its row count: an
+    ``smo_distances.InverseRows`` that never misses, without making n views first (a dict
     of moons' 400 rows costs ~40 µs; a view a step ~0.1 µs)."""
 
     __slots__ = ("_n", "get")
@@ -309,32 +306,20 @@ def solve_on_shared_matrix(
     with workspace() as outer:
         W_all = None
         # rows of D^(−1/2) of all rows, for every problem: all from the fill, or made as needed
-        inverse: dict[int, np.ndarray] | _Rows = {}
+        inverse: dict[int, np.ndarray] | InverseRows = {}
         if any(on_whole):
             R = outer((n, n)) if filled_inverse_applies(n, cache_mb) else None
             W_all = dense_kernel_matrix(X, kernel, kw, outer, doubled=True, inverse=R)
             if R is not None:
                 inverse = _Rows(R)
             M_all = W_all[:, :n]
-            keep = _inverse_rows_kept(W_all, cache_mb)
         else:
             M_all = dense_kernel_matrix(X, kernel, kw, outer)
         for (_, y_pm), whole, picked_rows in zip(problems, on_whole, rows, strict=True):
             if whole:
-                res = smo_solve_distances(
-                    W_all,
-                    y_pm,
-                    C,
-                    tol,
-                    max_iter,
-                    max_inverse_rows=keep,
-                    empty=outer,
-                    newton=True,
-                    rows=picked_rows,
-                    inverse=inverse,
+                results.append(
+                    _smo_doubled(W_all, y_pm, C, common, outer, rows=picked_rows, inverse=inverse)
                 )
-                res.n_kernel_rows = y_pm.size  # each row computed once, in the matrix
-                results.append(res)
                 continue
             with workspace() as empty:  # a problem's buffers go back for the next one
                 Xp, M = X, M_all
@@ -424,8 +409,9 @@ def _smo_doubled(
     **kw_smo: Any,
 ) -> SMOResult:
     """SMO with face Newton steps on W = [D | D] (``solvers.smo_distances``), the rows of
-    D^(−1/2) kept within what ``cache_mb`` leaves beside W."""
-    return smo_solve_distances(
+    D^(−1/2) kept within what ``cache_mb`` leaves beside W; ``kw_smo`` (``rows``, ``inverse``,
+    ``start``, ``stop_if``) goes to the solver."""
+    res = smo_solve_distances(
         W,
         y_pm,
         C,
@@ -436,6 +422,8 @@ def _smo_doubled(
         newton=True,
         **kw_smo,
     )
+    res.n_kernel_rows = y_pm.size  # each row computed once, in the matrix
+    return res
 
 
 def _inverse_rows_kept(W: np.ndarray, cache_mb: float) -> int:

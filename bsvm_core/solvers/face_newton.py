@@ -137,8 +137,9 @@ def continue_blocked(
     bound: towards target ← target + (b_q − target_q) P_q / P_qq, then P ← P − P_q P_qᵀ / P_qq,
     from P = Y(M⁻¹ − v vᵀ / eᵀv)Y (Y = diag(y_F)), the face's projected inverse in α.
 
-    ``factor`` is M's Cholesky factor (lower), v = M⁻¹e, ``a_F`` the step's start, ``new`` the first piece's end (α_q at
-    its bound), ``target`` the face's minimiser and q the blocking point's place. Descent: with
+    ``factor`` is M's Cholesky factor (lower), v = M⁻¹e, ``a_F`` the step's start, ``new`` the
+    first piece's end (α_q at its bound), ``target`` the face's minimiser and q the blocking
+    point's place. Descent: with
     z = y_F ∘ (α − α_F), the objective moves by f(z) = ½ zᵀK_FF z − F_Fᵀz ≤ f_M(z) = ½ zᵀMz − F_Fᵀz
     (M = K_FF + εI). Each piece runs from the current z towards the minimiser of the convex f_M
     on the affine set {eᵀz = 0, z_H fixed} that holds it, so f_M falls along it (a convex

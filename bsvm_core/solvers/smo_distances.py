@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from operator import itemgetter
+from typing import Protocol
 
 import numpy as np
 from scipy.linalg.blas import daxpy
@@ -71,6 +72,15 @@ matrix made its fits 1.14x slower at C = 1, 1.06x at C = 10). Not with ``newton`
 then take 28-43 iterations, and rows made as they serve saved 0.02-0.06 ms a pair of 0.3-0.5."""
 
 
+class InverseRows(Protocol):
+    """Rows of R = D^(−1/2) already made, by index: what the solver reads of its ``inverse``
+    (a dict it adds rows to, or a whole R from the fill, whose ``get`` never misses)."""
+
+    def get(self, i: int, /) -> np.ndarray | None: ...
+
+    def __len__(self) -> int: ...
+
+
 def inverse_sqrt(d: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """R = 1 / √d elementwise: WSS3's b² / d ordered as b / √d for b > 0."""
     r = np.sqrt(d, out=out)
@@ -89,7 +99,7 @@ def smo_solve_distances(
     empty: Empty = np.empty,
     newton: bool = False,
     rows: np.ndarray | None = None,
-    inverse: dict[int, np.ndarray] | None = None,
+    inverse: dict[int, np.ndarray] | InverseRows | None = None,
 ) -> SMOResult:
     """Solve the C-SVC dual (finite C) of the rbf kernel by SMO with WSS3 over D = max(1 − K, τ/2)
     (Fan, Chen & Lin 2005; K_ii = 1, so a_it = 2 D_it), given as W = [D | D] (n × 2n, e.g.
