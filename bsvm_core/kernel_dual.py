@@ -359,7 +359,7 @@ def _solve_small(
         cache, block, dtype = DenseKernelRows(M, distances=rbf), matrix_block(M, rbf), np.float64
     else:
         cache = KernelRowCache(kernel_row_function(X, kernel, **kw), n, cache_mb, empty)
-    smo_args = {"floor_curvature": kernel != "rbf", "cache": cache, **common}
+    smo_args = {"floor_curvature": kernel != "rbf", "cache": cache, "newton": True, **common}
 
     def smo(**kw_smo: Any) -> SMOResult:
         """SMO from ``start`` (or α = 0), stopping where ``stop_if`` says."""
