@@ -1,0 +1,129 @@
+"""Face Newton steps in the row-cache SMO (``smo.smo_solve(..., newton=True)`` on a whole rbf D):
+the same steps as ``smo_distances``' Newton SMO, the exact optimum (interior point), the free-set
+cap, the sets after a step, and that ``kernel_dual`` takes it past ``DOUBLED_MAX_ROWS``."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_moons
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC
+
+from bsvm_core import KernelSVM, kernel_dual, kernel_matrices
+from bsvm_core.solvers import smo
+from bsvm_core.solvers.kernel_cache import DenseKernelRows, KernelRowCache
+from bsvm_core.solvers.smo import _newton_sets, smo_solve
+from bsvm_core.solvers.smo_distances import smo_solve_distances
+
+from .test_smo import clarabel_dual
+
+
+def moons(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    X, y = make_moons(n, noise=0.3, random_state=seed)
+    X = StandardScaler().fit_transform(X)
+    W = kernel_matrices.dense_kernel_matrix(X, "rbf", {"gamma": 0.5}, doubled=True)
+    return X, np.where(y == 1, 1.0, -1.0), W
+
+
+def on_rows(D: np.ndarray, y: np.ndarray, C: float, **kw: object) -> smo.SMOResult:
+    rows = DenseKernelRows(np.ascontiguousarray(D), distances=True)
+    return smo_solve(None, np.ones(y.size), y, C, cache=rows, floor_curvature=False, **kw)
+
+
+@pytest.mark.parametrize("C", [1.0, 10.0, 100.0])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_same_steps_as_newton_smo_on_doubled_and_the_exact_optimum(C: float, seed: int) -> None:
+    _, y, W = moons(240, seed)
+    D = W[:, : y.size]
+    ours = on_rows(D, y, C, newton=True)
+    ref = smo_solve_distances(W, y, C, newton=True)
+    plain = on_rows(D, y, C)
+    assert ours.converged and ours.n_iter == ref.n_iter
+    if C >= 10.0:  # Newton steps converge the free face in fewer iterations
+        assert ours.n_iter < plain.n_iter
+    np.testing.assert_allclose(ours.alpha, ref.alpha, atol=1e-7 * C)
+    assert ours.intercept == pytest.approx(ref.intercept, abs=1e-7)
+    K = 1.0 - D
+    np.fill_diagonal(K, 1.0)
+    assert ours.objective == pytest.approx(clarabel_dual(K, y, C), rel=1e-3)
+    alpha = ours.alpha
+    assert abs(float(y @ alpha)) < 1e-8 * C and alpha.min() >= 0.0 and alpha.max() <= C
+    # the returned F is −y∘∇f at α (Newton steps moved it by ΔF, not recomputed): steps read rows
+    # of D, symmetric to float32 rounding only, so F = y − Kᵀ(y∘α)
+    np.testing.assert_allclose(ours.grad, y - K.T @ (y * alpha), atol=1e-8 * C)
+    # KKT within tol: m(α) − M(α) < tol
+    up = ((y > 0) & (alpha < C)) | ((y < 0) & (alpha > 0))
+    low = ((y > 0) & (alpha > 0)) | ((y < 0) & (alpha < C))
+    assert ours.grad[up].max() - ours.grad[low].min() < 1e-3
+
+
+def test_no_newton_step_past_the_free_cap_nor_without_distances(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, y, W = moons(200)
+    D = np.ascontiguousarray(W[:, : y.size])
+    plain = on_rows(D, y, 100.0)
+    monkeypatch.setattr(smo, "NEWTON_MAX_FREE", 1)
+    capped = on_rows(D, y, 100.0, newton=True)
+    assert capped.n_iter == plain.n_iter
+    np.testing.assert_array_equal(capped.alpha, plain.alpha)
+    # kernel values (not distances) and a row cache: ``newton`` is ignored
+    K = 1.0 - D
+    np.fill_diagonal(K, 1.0)
+    monkeypatch.setattr(smo, "NEWTON_MAX_FREE", 10**6)
+    for cache in (DenseKernelRows(K), KernelRowCache(lambda i, out: np.copyto(out, K[i]), 200, 1)):
+        a = smo_solve(None, np.ones(200), y, 100.0, cache=cache, newton=True)
+        b = smo_solve(None, np.ones(200), y, 100.0, cache=DenseKernelRows(K))
+        assert a.n_iter == b.n_iter
+        np.testing.assert_array_equal(a.alpha, b.alpha)
+
+
+def test_a_stopped_newton_run_resumes_to_a_solution() -> None:
+    _, y, W = moons(200)
+    D = W[:, : y.size]
+    whole = on_rows(D, y, 10.0, newton=True)
+    first = on_rows(D, y, 10.0, newton=True, stop_if=(40, lambda alpha: True))
+    assert not first.converged and first.n_iter == 40
+    rest = on_rows(D, y, 10.0, newton=True, start=first)
+    assert rest.converged
+    assert rest.objective == pytest.approx(whole.objective, rel=1e-5)
+
+
+@pytest.mark.parametrize("y_p", [1.0, -1.0])
+def test_sets_after_a_newton_step(y_p: float) -> None:
+    inf = math.inf
+    C = 2.0
+    alpha = [1.0, 1.0, 1.0]
+    up, low = np.zeros(3), np.zeros(3)
+    _newton_sets(alpha, up, low, [0, 1, 2], [y_p] * 3, [0.0, 0.5, C], C)
+    assert alpha == [0.0, 0.5, C]
+    # y = +1: I_up is α < C, I_low α > 0; y = −1 the reverse
+    at_zero, at_c = (up[0], low[0]), (up[2], low[2])
+    assert (up[1], low[1]) == (0.0, 0.0)
+    if y_p > 0:
+        assert at_zero == (0.0, inf) and at_c == (-inf, 0.0)
+    else:
+        assert at_zero == (-inf, 0.0) and at_c == (0.0, inf)
+
+
+@pytest.mark.parametrize("C", [1.0, 10.0, 100.0])
+def test_estimator_past_the_doubled_rows_takes_newton_and_meets_libsvm(
+    C: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    n = kernel_dual.DOUBLED_MAX_ROWS + 100
+    X, y = make_moons(n, noise=0.3, random_state=0)
+    X = StandardScaler().fit_transform(X)
+    assert not kernel_dual.doubled_applies(n, 2, "rbf", C, None, 200.0)
+    steps = []
+    real = smo.face_newton_step
+    monkeypatch.setattr(smo, "face_newton_step", lambda *a: steps.append(1) or real(*a))
+    ours, svc = KernelSVM(C=C).fit(X, y), SVC(C=C).fit(X, y)
+    assert steps
+    c = svc.dual_coef_[0]
+    S = svc.support_vectors_
+    K = np.exp(-ours._gamma * ((S[:, None, :] - S[None, :, :]) ** 2).sum(-1))
+    assert ours.objective_[0] == pytest.approx(0.5 * c @ K @ c - np.abs(c).sum(), rel=1e-3)
+    assert np.mean(ours.predict(X) == svc.predict(X)) >= 0.995
