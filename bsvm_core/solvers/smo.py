@@ -26,12 +26,15 @@ from .kernel_cache import DenseKernelRows, KernelRowCache, RowFunction
 TAU = 1e-12
 """Floor of the curvature a_ij; Fan, Chen & Lin (2005) section 4 (non-PSD kernels, e.g. sigmoid)."""
 
-NEWTON_MAX_FREE = 150
+NEWTON_MAX_FREE = 100
 """With ``newton``, no face Newton step while more points than this are free (SMO goes on, and
 looks again after the wait of a refused step): its factorisation and continuation cost ~2 k³
-flops, ~13 ms at k = 400 (make_classification(2000, 20, flip_y=0.2) at C = 1, every step
-blocked), more than the SMO steps it saves where most points are bounded and the face keeps
-changing; moons' faces at C = 10 / 100 hold 15-90 points."""
+flops (1.1-1.7 ms at k = 149, ~13 ms at 400), more than the SMO steps it saves where most support
+vectors sit at C and the face keeps changing (make_classification(800-2000, 20, flip_y=0.2) at
+C = 1: every step blocked). Fit time over main's (no Newton steps), interleaved in one process,
+caps 80 / 100 / 150: make_classification(800, 20, n_informative=10, flip_y=0.2) at C = 1 0.98 /
+0.93 / 1.16 (a step on 149 points); moons(2,000) at C = 100 0.35 / 0.19 / 0.19, at C = 1,000
+0.24 / 0.20 / 0.14 (faces of up to 150 points); moons(1,200) at C = 100 0.20 at all three."""
 
 
 @dataclass
