@@ -97,7 +97,10 @@ gradient update moves both set-masked gradients by one ``daxpy`` over a row of [
 of D into the right half and the rows of D^(−1/2) are fixed costs, repaid only after ~n² / 2,000
 steps: with 1,500 rows and the active sets' probe as well, breast cancer (569 rows) took 1.10x /
 1.36x the time at C = 1 / 10, make_classification(800 / 1,400, 20) 1.16-1.26x; moons(400) at
-C = 1 (173 steps) 1.02-1.11x, at C = 10 (587 steps) 0.87-0.92x; wine's pairs 0.86-0.97x."""
+C = 1 (173 steps) 1.02-1.11x, at C = 10 (587 steps) 0.87-0.92x; wine's pairs 0.86-0.97x. With
+face Newton steps in ``smo.smo_solve`` too (the same iterations either way), fit time on [D | D]
+over the dense matrix, moons at C = 1 / 10 / 100: 300 rows 0.76 / 0.83 / 0.90, 500 rows 0.89 /
+0.83 / 0.89, 700 rows 1.21 / 1.02 / 1.02, 1,000 rows 1.27 / 1.13 / 1.03: 500 kept."""
 
 FILLED_INVERSE_MAX_ROWS = DOUBLED_MAX_ROWS
 """Problems on the shared [D | D] of up to this many rows (:func:`solve_on_shared_matrix`) take

@@ -8,6 +8,11 @@ Solves  min_α ½ αᵀQα − eᵀα  s.t.  yᵀα = 0,  0 ≤ α ≤ C,  with 
 
 I_up and I_low are additive penalty vectors (0 inside the set, ∓inf outside), so each selection is a
 few fused numpy passes over preallocated buffers followed by one argmax.
+
+With ``newton`` on a whole rbf distance matrix (``DenseKernelRows(D, distances=True)``: problems
+past ``kernel_dual.DOUBLED_MAX_ROWS`` or on a one-vs-one block), face Newton steps join SMO's as in
+``smo_distances`` (the same trigger, wait and steps: tested), up to ``NEWTON_MAX_FREE`` free
+points: moons(800) at C = 10 takes 193 iterations instead of 907, at C = 100 329 instead of 3,901.
 """
 
 from __future__ import annotations
