@@ -98,22 +98,24 @@ def rbf_symmetric_fill(
     float32 when the bound of :func:`float32_blocks` allows, else float64 with a float32
     exponential), finished in place (out is the float32 block itself), copied into M and mirrored
     into the rows below from the float32 block: about half the products and exponentials of a full
-    fill. ``twin`` (another n × n array, say the right half of [D | D]) gets the same copies: two
-    writes from the block in cache cost less than a copy of M afterwards (moons(400): 0.31 against
-    0.37 ms). ``inverse`` (another n × n array) gets 1 / √ of the finished values, taken in float32
-    from the block in cache (SIMD sqrt and reciprocal, ~4x float64's) and mirrored alike. Blocks
-    of ``block_rows`` rows (default: a quarter of n, at least ``SYMMETRIC_MIN_BLOCK_ROWS``)."""
+    fill. ``twin`` (another n × n array) gets the same copies: two writes from the block in cache
+    cost less than a copy of M afterwards (moons(400): 0.31 against 0.37 ms); the [D | D] of
+    :func:`rbf_distance_matrix` takes one write a block, through an n × 2 × n view. ``inverse``
+    (another n × n array) gets 1 / √ of the finished values, taken in float32 from the block in
+    cache (SIMD sqrt and divide, ~4x float64's) and mirrored alike. Blocks of ``block_rows`` rows
+    (default: a quarter of n, at least ``SYMMETRIC_MIN_BLOCK_ROWS``)."""
     targets = (M[:, None],) if twin is None else (M[:, None], twin[:, None])
     _fill(X, gamma, targets, finish, block_rows, inverse)
 
 
 def _float32_factors(
-    Sc: np.ndarray, norms: np.ndarray, gamma: float
+    Sc: np.ndarray, norms: np.ndarray, gamma: float, empty: Empty = np.empty
 ) -> tuple[np.ndarray, np.ndarray]:
     """(L, R) in float32, L = [2γx̃_i, −γ‖x̃_i‖², −1] by row and R = [x̃_t, 1, γ‖x̃_t‖²] by column,
-    each entry its float64 value rounded once (x̃ = Sc, γ‖x̃‖² = norms): one buffer, six writes."""
+    each entry its float64 value rounded once (x̃ = Sc, γ‖x̃‖² = norms): one buffer from ``empty``,
+    six writes."""
     n, d = Sc.shape
-    factors = np.empty(2 * n * (d + 2), dtype=np.float32)  # 2n(d + 2) floats: small
+    factors = empty(2 * n * (d + 2), dtype=np.float32)
     right = factors[: n * (d + 2)].reshape(d + 2, n)
     left = factors[n * (d + 2) :].reshape(n, d + 2)
     right[:d] = Sc.T
@@ -140,10 +142,11 @@ def _fill(
         block_rows = max(SYMMETRIC_MIN_BLOCK_ROWS, -(-n // 4))
     block_rows = max(1, min(block_rows, n))
     with workspace() as kept, single_blas_thread():  # blocks: kept buffers
-        center, Sc, norms = rbf_centred(X, gamma, _scratch(kept))  # small ones from np.empty
+        scratch_of = _scratch(kept)  # small factors from np.empty
+        center, Sc, norms = rbf_centred(X, gamma, scratch_of)
         bound = float32_exponent_bound(d, float(norms.max(initial=0.0)))
         if bound <= FLOAT32_EXPONENT_MAX_ERROR:
-            left, right = _float32_factors(Sc, norms, gamma)
+            left, right = _float32_factors(Sc, norms, gamma, scratch_of)
 
             def upper(r0: int, r1: int, out: np.ndarray) -> None:
                 np.dot(left[r0:r1], right[:, r0:], out=out)
