@@ -17,7 +17,7 @@ import numpy as np
 from ._blas import single_blas_thread
 from ._einsum import einsum
 from .kernels import float32_exponent_bound, float32_exponent_error, kernel_block_function
-from .rbf_scoring import exp_float32, rbf_product, rbf_support_factor
+from .rbf_scoring import exp_float32, rbf_centred, rbf_product
 from .solvers.smo import TAU
 from .workspace import Empty, workspace
 
@@ -94,56 +94,88 @@ def rbf_symmetric_fill(
 ) -> None:
     """Fill the symmetric n × n M with finish(K-block, out) of the rbf kernel K, computing only
     the upper triangle: row block [r0, r1) against columns r0.. by one product −γ‖x_i − x_t‖² =
-    [2γx̃_i, −γ‖x̃_i‖², −1] · [x̃_t, 1, γ‖x̃_t‖²] on centred x̃ (``rbf_scoring.rbf_support_factor``;
+    [2γx̃_i, −γ‖x̃_i‖², −1] · [x̃_t, 1, γ‖x̃_t‖²] on centred x̃ (``rbf_scoring.rbf_centred``;
     float32 when the bound of :func:`float32_blocks` allows, else float64 with a float32
     exponential), finished in place (out is the float32 block itself), copied into M and mirrored
     into the rows below from the float32 block: about half the products and exponentials of a full
-    fill. ``twin`` (another n × n array, say the right half of [D | D]) gets the same copies: two
-    writes from the block in cache cost less than a copy of M afterwards (moons(400): 0.31 against
-    0.37 ms). ``inverse`` (another n × n array) gets 1 / √ of the finished values, taken in float32
-    from the block in cache (SIMD sqrt and reciprocal, ~4x float64's) and mirrored alike. Blocks
-    of ``block_rows`` rows (default: a quarter of n, at least ``SYMMETRIC_MIN_BLOCK_ROWS``)."""
+    fill. ``twin`` (another n × n array) gets the same copies: two writes from the block in cache
+    cost less than a copy of M afterwards (moons(400): 0.31 against 0.37 ms); the [D | D] of
+    :func:`rbf_distance_matrix` takes one write a block, through an n × 2 × n view. ``inverse``
+    (another n × n array) gets 1 / √ of the finished values, taken in float32 from the block in
+    cache (SIMD sqrt and divide, ~4x float64's) and mirrored alike. Blocks of ``block_rows`` rows
+    (default: a quarter of n, at least ``SYMMETRIC_MIN_BLOCK_ROWS``)."""
+    targets = (M[:, None],) if twin is None else (M[:, None], twin[:, None])
+    _fill(X, gamma, targets, finish, block_rows, inverse)
+
+
+def _float32_factors(
+    Sc: np.ndarray, norms: np.ndarray, gamma: float, empty: Empty = np.empty
+) -> tuple[np.ndarray, np.ndarray]:
+    """(L, R) in float32, L = [2γx̃_i, −γ‖x̃_i‖², −1] by row and R = [x̃_t, 1, γ‖x̃_t‖²] by column,
+    each entry its float64 value rounded once (x̃ = Sc, γ‖x̃‖² = norms): one buffer from ``empty``,
+    six writes."""
+    n, d = Sc.shape
+    factors = empty(2 * n * (d + 2), dtype=np.float32)
+    right = factors[: n * (d + 2)].reshape(d + 2, n)
+    left = factors[n * (d + 2) :].reshape(n, d + 2)
+    right[:d] = Sc.T
+    right[d] = 1.0
+    right[d + 1] = norms
+    np.multiply(Sc, 2.0 * gamma, out=left[:, :d], casting="same_kind")
+    np.negative(norms, out=left[:, d], casting="same_kind")
+    left[:, d + 1] = -1.0
+    return left, right
+
+
+def _fill(
+    X: np.ndarray,
+    gamma: float,
+    targets: tuple[np.ndarray, ...],
+    finish: Callable[[np.ndarray, np.ndarray], None],
+    block_rows: int | None,
+    inverse: np.ndarray | None,
+) -> None:
+    """:func:`rbf_symmetric_fill` into ``targets``, n × k × n views (k copies of M side by side,
+    row by row: [D | D] is one such view, written by one copy a block)."""
     n, d = X.shape
     if block_rows is None:
         block_rows = max(SYMMETRIC_MIN_BLOCK_ROWS, -(-n // 4))
     block_rows = max(1, min(block_rows, n))
-    with workspace() as kept, single_blas_thread():  # factors and blocks: kept buffers
+    with workspace() as kept, single_blas_thread():  # blocks: kept buffers
         scratch_of = _scratch(kept)  # small factors from np.empty
-        # (c, R) with R = [x̃_t, 1, γ‖x̃_t‖²] by column; its last row also gives the float32 bound
-        center, right64 = rbf_support_factor(X, gamma, scratch_of)
-        bound = float32_exponent_bound(d, float(right64[-1].max(initial=0.0)))
+        center, Sc, norms = rbf_centred(X, gamma, scratch_of)
+        bound = float32_exponent_bound(d, float(norms.max(initial=0.0)))
         if bound <= FLOAT32_EXPONENT_MAX_ERROR:
-            right = scratch_of((d + 2, n), dtype=np.float32)
-            np.copyto(right, right64, casting="same_kind")
-            left = scratch_of((n, d + 2), dtype=np.float32)  # [2γx̃_i, −γ‖x̃_i‖², −1]
-            np.multiply(right64[:d].T, 2.0 * gamma, out=left[:, :d], casting="same_kind")
-            left[:, d], left[:, d + 1] = -right64[-1], -1.0
+            left, right = _float32_factors(Sc, norms, gamma, scratch_of)
 
             def upper(r0: int, r1: int, out: np.ndarray) -> None:
                 np.dot(left[r0:r1], right[:, r0:], out=out)
                 np.exp(out, out=out)
 
         else:
+            right64 = np.empty((d + 2, n))  # [x̃_t, 1, γ‖x̃_t‖²] by column
+            right64[:d], right64[d], right64[d + 1] = Sc.T, 1.0, norms
 
             def upper(r0: int, r1: int, out: np.ndarray) -> None:
                 out[...] = exp_float32(rbf_product(X[r0:r1], center, right64[:, r0:], gamma))
 
         scratch = kept(block_rows * n, dtype=np.float32)
-        targets = (M,) if twin is None else (M, twin)
         for r0 in range(0, n, block_rows):
             r1 = min(r0 + block_rows, n)
             E = scratch[: (r1 - r0) * (n - r0)].reshape(r1 - r0, n - r0)  # contiguous: a GEMM out
             upper(r0, r1, E)
             finish(E, E)
-            below = E[:, r1 - r0 :].T
+            E3, below = E[:, None], E[:, r1 - r0 :].T[:, None]
             for target in targets:
-                target[r0:r1, r0:] = E
-                target[r1:, r0:r1] = below
+                target[r0:r1, :, r0:] = E3
+                if r1 < n:  # the last block has no rows below
+                    target[r1:, :, r0:r1] = below
             if inverse is not None:  # E is copied: its roots in place
                 np.sqrt(E, out=E)
-                np.reciprocal(E, out=E)
+                np.divide(np.float32(1.0), E, out=E)  # reciprocal's bits (IEEE division), SIMD
                 inverse[r0:r1, r0:] = E
-                inverse[r1:, r0:r1] = below
+                if r1 < n:
+                    inverse[r1:, r0:r1] = E[:, r1 - r0 :].T
 
 
 def dense_kernel_matrix(
@@ -185,6 +217,27 @@ def _distances_into(E: np.ndarray, out: np.ndarray) -> None:
         np.put(out, low, _HALF_TAU32)
 
 
+def _distances_off_diagonal(E: np.ndarray, out: np.ndarray) -> None:
+    """out = max(1 − E, τ/2) for a block E of kernel values (float32 E; out float32 or 64, or E)
+    of :func:`rbf_symmetric_fill`, but on its leading diagonal E[k, k] (the matrix's diagonal,
+    which the caller sets): 1 there.
+
+    The floor bites exactly where E ≥ 1 (or E is +inf): for E ≥ 1, 1 − E ≤ 0 < τ/2; for E < 1,
+    E ≤ 1 − 2⁻²⁴, and 1 − E is exact (Sterbenz) for E ≥ 1/2, so at least 2⁻²⁴, or above 1/2 for
+    E < 1/2; either way above τ/2 = 5e-13. So the block's largest entry off the diagonal (the
+    diagonal zeroed first) below 1 leaves 1 − E as it is: one SIMD reduction (moons(400) 3.2 µs a
+    block) rather than a compare and its nonzero (5.5 µs); a NaN fails the test and the floor is
+    then set as in :func:`_distances_into` (NaN stays)."""
+    einsum("ii->i", E[:, : E.shape[0]])[...] = 0.0
+    top = np.maximum.reduce(E, axis=None)
+    if top < 1.0:
+        np.subtract(np.float32(1.0), E, out=E)
+        if out is not E:
+            np.copyto(out, E)
+    else:
+        _distances_into(E, out)
+
+
 def rbf_distance_matrix(
     X: np.ndarray,
     gamma: float,
@@ -199,13 +252,12 @@ def rbf_distance_matrix(
     ``workspace.workspace``'s, say). ``inverse`` (n × n) gets R = D^(−1/2) elementwise, from
     float32 D (R_ij within 1 float32 ulp of 1 / √D_ij; R_ii = (τ/2)^(−1/2) exactly)."""
     n = X.shape[0]
-    W = empty((n, 2 * n if doubled else n), dtype=dtype)
-    D = W[:, :n]
-    twin = W[:, n:] if doubled else None
-    rbf_symmetric_fill(X, gamma, D, _distances_into, twin=twin, inverse=inverse)
-    # the diagonals as views (C einsum: no wrapper); fill_diagonal walks a strided view: 50 µs
-    for half in (D,) if twin is None else (D, twin):
-        einsum("ii->i", half)[...] = 0.5 * TAU
+    halves = 2 if doubled else 1
+    W3 = empty((n, halves, n), dtype=dtype)  # [D | D] row by row: one copy a block fills both
+    _fill(X, gamma, (W3,), _distances_off_diagonal, None, inverse)
+    # the diagonals of D and its twin as one view W3[i, :, i] (C einsum: no wrapper);
+    # fill_diagonal walks a strided view: 50 µs
+    einsum("iki->ik", W3)[...] = 0.5 * TAU
     if inverse is not None:
         einsum("ii->i", inverse)[...] = 1.0 / math.sqrt(0.5 * TAU)
-    return W
+    return W3.reshape(n, halves * n)

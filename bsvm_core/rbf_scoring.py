@@ -46,11 +46,15 @@ def _column_sums(S: np.ndarray) -> np.ndarray:
     return np.add.reduce(S, axis=0)
 
 
-def rbf_support_factor(
-    S: np.ndarray, gamma: float, empty: Callable[..., np.ndarray] = np.empty
-) -> tuple[np.ndarray, np.ndarray]:
-    """(c, R): c the mean of the support vectors S and R = [S − c, 1, γ‖S − c‖²]ᵀ, (d + 2, m).
-    ``empty`` makes R and the centred copy of S (a ``workspace.workspace``'s, say)."""
+def rbf_centred(
+    S: np.ndarray,
+    gamma: float,
+    empty: Callable[..., np.ndarray] = np.empty,
+    norms: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(c, S − c, γ‖S − c‖² by row): c = Σ_i s_i / m, the mean of S's rows. ``empty`` makes the
+    centred copy of S (a ``workspace.workspace``'s, say); ``norms`` (m), if given, takes the
+    last."""
     m, d = S.shape
     if m:
         center = _column_sums(S)
@@ -58,11 +62,22 @@ def rbf_support_factor(
     else:
         center = np.zeros(d)
     Sc = np.subtract(S, center, out=empty(S.shape))
+    norms = einsum("ij,ij->i", Sc, Sc) if norms is None else einsum("ij,ij->i", Sc, Sc, out=norms)
+    norms *= gamma  # in place: the product γ‖s̃‖² as before
+    return center, Sc, norms
+
+
+def rbf_support_factor(
+    S: np.ndarray, gamma: float, empty: Callable[..., np.ndarray] = np.empty
+) -> tuple[np.ndarray, np.ndarray]:
+    """(c, R): c the mean of the support vectors S and R = [S − c, 1, γ‖S − c‖²]ᵀ, (d + 2, m), from
+    :func:`rbf_centred`. ``empty`` makes R and the centred copy of S (a ``workspace.workspace``'s,
+    say)."""
+    m, d = S.shape
     right = empty((d + 2, m))
+    center, Sc, _ = rbf_centred(S, gamma, empty, norms=right[-1])
     right[:-2] = Sc.T
     right[-2] = 1.0
-    norms = einsum("ij,ij->i", Sc, Sc, out=right[-1])
-    norms *= gamma  # in place: the product γ‖s̃‖² as before
     return center, right
 
 
