@@ -135,19 +135,17 @@ class SVMClassifierBase(ClassifierMixin, BaseEstimator):
         scheme = getattr(self, "multiclass", self._default_multiclass)
         self.binary_problems_ = binary_problems(self.classes_.size, scheme)
         probability = bool(getattr(self, "probability", False))
-        seeds = _draw_seeds(rng, len(self.binary_problems_))
         members = y_idx == np.arange(self.classes_.size)[:, None]  # each class's rows, once
-        problems = [
-            (*problem_targets(y_idx, problem, members), seed)
-            for problem, seed in zip(self.binary_problems_, seeds, strict=True)
-        ]
-        folds = [_platt_folds(y_pm, seed) if probability else [] for _, y_pm, seed in problems]
-
-        joint = self._fit_jointly(X, [(mask, y_pm) for mask, y_pm, _ in problems])
-        if joint is not None and not probability:  # every model made, no fold to fit
-            self.binary_models_, self.platt_ = joint, None
+        targets = [problem_targets(y_idx, problem, members) for problem in self.binary_problems_]
+        joint = self._fit_jointly(X, targets)
+        if joint is not None and not probability:  # every model made, no fold to fit, no seed
+            self.binary_models_, self.platt_ = joint, None  # drawn (~4 µs, nothing takes them)
             self._after_fit(X, y_idx)
             return self
+        # the same seeds as if drawn first: nothing above draws from rng
+        seeds = _draw_seeds(rng, len(self.binary_problems_))
+        problems = [(mask, y_pm, seed) for (mask, y_pm), seed in zip(targets, seeds, strict=True)]
+        folds = [_platt_folds(y_pm, seed) if probability else [] for _, y_pm, seed in problems]
 
         def jobs() -> Iterator[tuple[Callable[..., Any], tuple[Any, ...]]]:
             """(function, arguments) of each task; lazy: one problem's rows copied at a time."""
