@@ -425,9 +425,9 @@ class KernelSVM(SVMClassifierBase):
         self.intercept_ = np.array([m.intercept for m in self.binary_models_])
         self.objective_ = np.array([m.objective for m in self.binary_models_])
         self.n_iter_ = np.array([m.n_iter for m in self.binary_models_])
-        self.n_support_ = np.bincount(y_idx[self.support_], minlength=self.classes_.size).astype(
-            np.int32
-        )
+        self.n_support_ = np.bincount(
+            y_idx.take(self.support_), minlength=self.classes_.size
+        ).astype(np.int32)
         self._rbf_kept: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # _rbf_scoring's
 
     def _global_support(self, y_idx: np.ndarray) -> list[np.ndarray]:

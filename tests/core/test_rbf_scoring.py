@@ -254,3 +254,29 @@ def test_factor_made_on_first_use_is_the_one_of_the_support_vectors() -> None:
     model.fit(X[:100], y[:100])  # a refit forgets the old factor
     assert model._rbf_kept == []
     assert model._rbf_scoring()[1].shape[1] == model.support_vectors_.shape[0]
+
+
+def test_threads_meeting_an_unmade_factor_predict_alike() -> None:
+    """Threads that predict at once on a model whose factor is not made yet all get the labels
+    and decision values of a model whose factor was made first, and keep one factor."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    X, y = load_iris(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    reference = KernelSVM(C=10.0).fit(X, y)
+    labels, decisions = reference.predict(X), reference.decision_function(X)
+    for _ in range(5):
+        model = KernelSVM(C=10.0).fit(X, y)
+
+        def score(_: int, model: KernelSVM = model) -> tuple[np.ndarray, np.ndarray]:
+            return model.predict(X), model.decision_function(X)
+
+        with ThreadPoolExecutor(4) as pool:
+            out = list(pool.map(score, range(8)))
+        for got_labels, got_decisions in out:
+            np.testing.assert_array_equal(got_labels, labels)
+            assert got_decisions.tobytes() == decisions.tobytes()
+        first = model._rbf_scoring()
+        for made in model._rbf_kept:
+            for a, b in zip(made, first, strict=True):
+                assert a.tobytes() == b.tobytes()
