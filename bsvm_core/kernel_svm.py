@@ -171,6 +171,8 @@ class KernelSVM(SVMClassifierBase):
         (positive, negative) class indices of each problem (negative −1 = rest).
     """
 
+    _binary_fit_takes_seed = False  # the dual's solvers are deterministic
+
     def __init__(
         self,
         C: float = 1.0,
