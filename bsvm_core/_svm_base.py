@@ -24,7 +24,7 @@ from ._validation import (
 )
 from .calibration import fit_platt, pairwise_coupling, platt_proba
 from .exceptions import BsvmValueError
-from .multiclass import REST, binary_problems, ovo_votes, problem_targets
+from .multiclass import REST, binary_problems, ovo_votes, problem_targets, two_class_targets
 
 PLATT_FOLDS = 5
 """Internal cross-validation folds whose held-out decision values fit Platt's sigmoid."""
@@ -138,8 +138,11 @@ class SVMClassifierBase(ClassifierMixin, BaseEstimator):
         scheme = getattr(self, "multiclass", self._default_multiclass)
         self.binary_problems_ = binary_problems(self.classes_.size, scheme)
         probability = bool(getattr(self, "probability", False))
-        members = y_idx == np.arange(self.classes_.size)[:, None]  # each class's rows, once
-        targets = [problem_targets(y_idx, problem, members) for problem in self.binary_problems_]
+        if self.classes_.size == 2:  # one problem of every row
+            targets = [two_class_targets(y_idx)]
+        else:
+            members = y_idx == np.arange(self.classes_.size)[:, None]  # each class's rows, once
+            targets = [problem_targets(y_idx, p, members) for p in self.binary_problems_]
         joint = self._fit_jointly(X, targets)
         if joint is not None and not probability:  # every model made, no fold to fit, no seed
             self.binary_models_, self.platt_ = joint, None  # drawn (nothing takes them)
