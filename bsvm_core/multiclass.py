@@ -42,6 +42,12 @@ def problem_targets(
     return mask, _SIGNS.take(inside.view(np.uint8))
 
 
+def two_class_targets(y_idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``problem_targets`` of two classes' one problem (1, 0): every row, and ±1 = 2 y − 1 of
+    the encoded labels y ∈ {0, 1} (one ``take``: no class masks, ~1 against ~6 µs on moons)."""
+    return np.ones(y_idx.shape[0], dtype=bool), _SIGNS.take(y_idx)
+
+
 def ovo_votes(decisions: np.ndarray, problems: list[tuple[int, int]], n_classes: int) -> np.ndarray:
     """Votes plus a tie-breaker: each class's summed confidence squashed into (-1/3, 1/3).
 

@@ -129,6 +129,24 @@ def test_seeds_are_one_draw_of_k(k: int) -> None:
         assert a.randint(_SEED_BOUND, size=4).tolist() == b.randint(_SEED_BOUND, size=4).tolist()
 
 
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("probability", [False, True])
+def test_seeds_drawn_only_when_taken(n_classes: int, probability: bool) -> None:
+    """KernelSVM's binary fits take no seed: without Platt folds its fit leaves the random state
+    as it was; with them it draws one seed a problem, as before."""
+    X = RNG.standard_normal((60, 3))
+    y = np.arange(60) % n_classes
+    state = np.random.RandomState(7)
+    KernelSVM(probability=probability, random_state=state).fit(X, y)
+    expected = np.random.RandomState(7)
+    if probability:
+        _draw_seeds(expected, 1 if n_classes == 2 else 3)
+    assert (
+        state.randint(_SEED_BOUND, size=4).tolist()
+        == expected.randint(_SEED_BOUND, size=4).tolist()
+    )
+
+
 @pytest.mark.parametrize(
     "subscripts, shapes",
     [("ij,ij->i", [(7, 13), (7, 13)]), ("ij->j", [(60, 13)]), ("ij,ij->i", [(400, 2)] * 2)],

@@ -250,6 +250,32 @@ def test_binary_fit_keeps_its_problems_support_and_coefficients() -> None:
     )
 
 
+@pytest.mark.parametrize("dense", [True, False])
+def test_support_union_scatters_each_problems_coefficients(
+    dense: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """_support_union's support_ is np.unique of the supports and dual_coef_ holds each problem's
+    coefficients at its rows' columns, 0 elsewhere, C-ordered: through the (problems, n) matrix
+    and through the union's columns alike."""
+    from bsvm_core import kernel_svm
+
+    if not dense:
+        monkeypatch.setattr(kernel_svm, "DENSE_SCATTER_MAX_ENTRIES", 0)
+    rng = np.random.default_rng(5)
+    n = 60
+    supports = [np.sort(rng.choice(n, size=k, replace=False)) for k in (7, 0, 25, 1)]
+    coefs = [rng.standard_normal(s.size) for s in supports]
+    union, dual_coef = kernel_svm._support_union(n, supports, coefs)
+    expected_union = np.unique(np.concatenate(supports))
+    np.testing.assert_array_equal(union, expected_union)
+    assert union.dtype == np.intp and dual_coef.flags.c_contiguous
+    expected = np.zeros((len(supports), expected_union.size))
+    for p, (rows, coef) in enumerate(zip(supports, coefs, strict=True)):
+        for row, value in zip(rows, coef, strict=True):
+            expected[p, list(expected_union).index(row)] = value
+    assert dual_coef.tobytes() == expected.tobytes()
+
+
 @pytest.mark.parametrize("multiclass", ["ovo", "ovr"])
 def test_joint_fit_places_each_support_vector_on_its_row(multiclass: str) -> None:
     """A joint fit's supports (handed to _after_fit as rows of X) are the rows the problems' own

@@ -15,6 +15,7 @@ from bsvm_core.multiclass import (
     problem_targets,
     sure_label,
     sure_labels,
+    two_class_targets,
     vote_matrix,
 )
 
@@ -116,3 +117,6 @@ def test_two_class_targets_from_class_masks_are_the_plain_ones() -> None:
         np.testing.assert_array_equal(mask_m, mask)
         assert t_m.dtype == np.float64 and t_m.tobytes() == t.tobytes()
         np.testing.assert_array_equal(t_m, np.where(y == problem[0], 1.0, -1.0))
+        mask_2, t_2 = two_class_targets(y)
+        np.testing.assert_array_equal(mask_2, mask)
+        assert mask_2.dtype == bool and t_2.dtype == np.float64 and t_2.tobytes() == t.tobytes()

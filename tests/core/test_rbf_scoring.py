@@ -225,7 +225,58 @@ def test_model_saved_without_the_factor_still_predicts() -> None:
     model = KernelSVM().fit(X, y)
     expected = model.decision_function(X)
     old = pickle.loads(pickle.dumps(model))
-    for name in ("_rbf_center", "_rbf_right", "_rbf_error"):
-        delattr(old, name)
+    delattr(old, "_rbf_kept")  # saved before the factor was kept
     np.testing.assert_allclose(old.decision_function(X), expected, rtol=0, atol=1e-12)
     np.testing.assert_array_equal(old.predict(X), model.predict(X))
+
+
+def test_factor_made_on_first_use_is_the_one_of_the_support_vectors() -> None:
+    """fit leaves the factor unmade; the first decision makes it, bit for bit
+    ``rbf_support_factor`` of the support vectors and ``decision_error_bound`` of the dual
+    coefficients, keeps it for the next calls, and changes no attribute (only the list's
+    content); a model pickled before any decision makes the same one and the same labels."""
+    X, y = load_iris(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    model = KernelSVM(C=10.0).fit(X, y)
+    assert model._rbf_kept == []
+    saved = pickle.loads(pickle.dumps(model))
+    before = dict(model.__dict__)
+    labels = model.predict(X)
+    assert model.__dict__ == before  # the same objects: only the kept list filled
+    center, right = rbf_support_factor(model.support_vectors_, model._gamma)
+    error = decision_error_bound(model.dual_coef_.T)
+    (kept,) = model._rbf_kept
+    for made, reference in zip(kept, (center, right, error), strict=True):
+        assert made.tobytes() == reference.tobytes()
+    assert model._rbf_scoring() is kept  # made once
+    np.testing.assert_array_equal(saved.predict(X), labels)
+    assert saved.decision_function(X).tobytes() == model.decision_function(X).tobytes()
+    model.fit(X[:100], y[:100])  # a refit forgets the old factor
+    assert model._rbf_kept == []
+    assert model._rbf_scoring()[1].shape[1] == model.support_vectors_.shape[0]
+
+
+def test_threads_meeting_an_unmade_factor_predict_alike() -> None:
+    """Threads that predict at once on a model whose factor is not made yet all get the labels
+    and decision values of a model whose factor was made first, and keep one factor."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    X, y = load_iris(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    reference = KernelSVM(C=10.0).fit(X, y)
+    labels, decisions = reference.predict(X), reference.decision_function(X)
+    for _ in range(5):
+        model = KernelSVM(C=10.0).fit(X, y)
+
+        def score(_: int, model: KernelSVM = model) -> tuple[np.ndarray, np.ndarray]:
+            return model.predict(X), model.decision_function(X)
+
+        with ThreadPoolExecutor(4) as pool:
+            out = list(pool.map(score, range(8)))
+        for got_labels, got_decisions in out:
+            np.testing.assert_array_equal(got_labels, labels)
+            assert got_decisions.tobytes() == decisions.tobytes()
+        first = model._rbf_scoring()
+        for made in model._rbf_kept:
+            for a, b in zip(made, first, strict=True):
+                assert a.tobytes() == b.tobytes()
