@@ -154,7 +154,7 @@ def continue_blocked(
     bound: towards target ← target + (b_q − target_q) P_q / P_qq, then P ← P − P_q P_qᵀ / P_qq,
     from P = Y(M⁻¹ − v vᵀ / eᵀv)Y (Y = diag(y_F)), the face's projected inverse in α.
 
-    ``factor`` is M's Cholesky factor (lower), v = M⁻¹e, ``a_F`` the step's start, ``new`` the
+    ``factor`` is M's Cholesky factor (lower; its rows' signs are turned in place), v = M⁻¹e, ``a_F`` the step's start, ``new`` the
     first piece's end (α_q at its bound), ``target`` the face's minimiser and q the blocking
     point's place. Descent: with
     z = y_F ∘ (α − α_F), the objective moves by f(z) = ½ zᵀK_FF z − F_Fᵀz ≤ f_M(z) = ½ zᵀMz − F_Fᵀz
