@@ -51,9 +51,25 @@ smallest eigenvalue at moons' C = 10 optimum is 5.4e-5)."""
 
 
 @lru_cache(maxsize=16)
+def identity(k: int) -> np.ndarray:
+    """The k × k identity (read-only): the right-hand side of M⁻¹'s solve."""
+    eye = np.eye(k)
+    eye.flags.writeable = False
+    return eye
+
+
+@lru_cache(maxsize=16)
 def box_ends(C: float) -> np.ndarray:
     """[[C], [0]] (read-only): ``box_ends(C) − α_F`` is the room to each end of the box, up and down."""
     ends = np.array([[C], [0.0]])
+    ends.flags.writeable = False
+    return ends
+
+
+@lru_cache(maxsize=16)
+def doubled_ends(C: float, k: int) -> np.ndarray:
+    """[C … C, 0 … 0], k of each (read-only): ``box_ends(C)`` flattened against [α; α]."""
+    ends = np.repeat(np.array((C, 0.0)), k)
     ends.flags.writeable = False
     return ends
 
@@ -122,6 +138,7 @@ def face_newton_step(
     return new, z.dot(D_F), blocked  # ndarray.dot: the same gemv as @, ~0.5 µs less
 
 
+@np.errstate(divide="ignore", invalid="ignore")  # as a decorator: ~0.5 µs less than `with`
 def continue_blocked(
     factor: np.ndarray,
     v: np.ndarray,
@@ -137,7 +154,7 @@ def continue_blocked(
     bound: towards target ← target + (b_q − target_q) P_q / P_qq, then P ← P − P_q P_qᵀ / P_qq,
     from P = Y(M⁻¹ − v vᵀ / eᵀv)Y (Y = diag(y_F)), the face's projected inverse in α.
 
-    ``factor`` is M's Cholesky factor (lower), v = M⁻¹e, ``a_F`` the step's start, ``new`` the
+    ``factor`` is M's Cholesky factor (lower; its rows' signs are turned in place), v = M⁻¹e, ``a_F`` the step's start, ``new`` the
     first piece's end (α_q at its bound), ``target`` the face's minimiser and q the blocking
     point's place. Descent: with
     z = y_F ∘ (α − α_F), the objective moves by f(z) = ½ zᵀK_FF z − F_Fᵀz ≤ f_M(z) = ½ zᵀMz − F_Fᵀz
@@ -148,43 +165,52 @@ def continue_blocked(
     the whole step lowers the objective. Each piece ends where the next point reaches a bound,
     after ``MAX_CONTINUED`` pieces, or at the minimiser."""
     k = new.size
-    inv, _ = dpotrs(factor, np.eye(k), 1)  # M⁻¹, Fortran-ordered: dger updates it in place
-    inv *= np.multiply.outer(y_F, y_F)
+    n = 2 * k
+    # (YL)(YL)ᵀ = YMY: solving with YL gives Y M⁻¹ Y directly, M⁻¹'s entries with their signs
+    # turned, to the bit (the same operations on the same magnitudes), without an outer product
+    factor *= y_F[:, None]
+    inv, _ = dpotrs(factor, identity(k), 1)  # Fortran-ordered: dger updates it in place
     yv = y_F * v
     dger(-1.0 / sum_v, yv, yv, 1, 1, inv, 1, 1, 1)  # P; (incx, incy, a, overwrite x, y, a)
-    ends = box_ends(C).repeat(k, 1)
+    # every vector twice over, [x; x] against the ends [C … C, 0 … 0]: the ratio's operands have
+    # one shape (a broadcast costs ~1 µs more a call); P's rows twice, so its columns are [P_q; P_q]
+    P = np.concatenate((inv, inv))
+    ends = doubled_ends(C, k).copy()
+    new = np.concatenate((new, new))
+    target = np.concatenate((target, target))
     held = [q]
     at = [new.item(q)]
     # a point on a bound by rounding alone (not held) has no room: its ratio is ±inf (it blocks
-    # at once) or, not moving, nan (the continuation stops)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for _ in range(MAX_CONTINUED):
-            ends[0, q] = C + 1.0  # a held point's rooms are ≥ 1: its ratio 0 / room, not 0 / 0
-            ends[1, q] = -1.0
-            col = inv[:, q].copy()  # dger must not read the column it writes
-            p_qq = col.item(q)
-            if not p_qq > 0.0:  # q's direction is already fixed (rounding)
-                break
-            daxpy(col, target, k, (at[-1] - target.item(q)) / p_qq)  # target_q = b_q
-            step = target - new  # 0 on the held points (P's rows for them are 0)
-            ratio = step / (ends - new)
-            worst = int(ratio.argmax())
-            r_max = ratio.item(worst)
-            if r_max <= 1.0:
-                new = target
-                break
-            if not r_max > 1.0:  # nan
-                break
-            daxpy(step, new, k, 1.0 / r_max)
-            dger(-1.0 / p_qq, col, col, 1, 1, inv, 1, 1, 1)  # q held from now on: P_q = 0
-            rises = worst < k
-            q = worst if rises else worst - k
-            held.append(q)
-            at.append(C if rises else 0.0)
-    new[held] = at  # exactly at their bounds (the pieces move them by rounding)
+    # at once) or, not moving, nan (the continuation stops; the decorator's errstate keeps quiet)
+    for _ in range(MAX_CONTINUED):
+        ends[q] = C + 1.0  # a held point's rooms are ≥ 1: its ratio 0 / room, not 0 / 0
+        ends[q + k] = -1.0
+        col = P[:, q].copy()  # dger must not read the column it writes
+        p_qq = col.item(q)
+        if not p_qq > 0.0:  # q's direction is already fixed (rounding)
+            break
+        daxpy(col, target, n, (at[-1] - target.item(q)) / p_qq)  # target_q = b_q
+        step = target - new  # 0 on the held points (P's rows for them are 0)
+        ratio = step / (ends - new)
+        worst = int(ratio.argmax())
+        r_max = ratio.item(worst)
+        if r_max <= 1.0:
+            new = target
+            break
+        if not r_max > 1.0:  # nan
+            break
+        daxpy(step, new, n, 1.0 / r_max)
+        dger(-1.0 / p_qq, col, col[:k], 1, 1, P, 1, 1, 1)  # q held from now on: P_q = 0
+        rises = worst < k
+        q = worst if rises else worst - k
+        held.append(q)
+        at.append(C if rises else 0.0)
+    new = new[:k]
+    y_free = y_F.copy()  # y on the points not held, 0 on the held
+    for q, b in zip(held, at, strict=True):
+        new[q] = b  # exactly at their bounds (the pieces move them by rounding)
+        y_free[q] = 0.0
     # yᵀ(α − α_F) = 0 up to P's rounding, ~1e-9 C on ill-conditioned faces: spread what is left
     # over the points not held (SMO's pair steps keep yᵀα as it is; k − |H| ≥ 1 bar rounding)
-    spread = y_F * ((y_F.dot(new) - y_F.dot(a_F)) / max(k - len(held), 1))
-    spread[held] = 0.0
-    new -= spread
+    new -= y_free * ((y_F.dot(new) - y_F.dot(a_F)) / max(k - len(held), 1))
     return new

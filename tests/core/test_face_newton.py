@@ -1,6 +1,7 @@
 """Newton steps on SMO's free face (``solvers.face_newton``, ``smo_solve_distances(newton=True)``):
 one step against the face's minimiser solved directly, a blocked step's feasibility and descent,
-and the whole solver against the exact optimum (interior point) and plain SMO at several C."""
+the whole solver against the exact optimum (interior point) and plain SMO at several C, and the
+continuation of a blocked step against its plain formulation, to the bit."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import itertools
 
 import numpy as np
 import pytest
+from scipy.linalg.blas import daxpy, dger
+from scipy.linalg.lapack import dpotrf, dpotrs
 from sklearn.datasets import load_wine, make_classification, make_moons
 from sklearn.preprocessing import StandardScaler
 
@@ -258,3 +261,85 @@ def test_a_step_blocked_early_goes_on_to_the_minimiser_with_its_blocking_points_
         np.testing.assert_allclose(new_F, best, rtol=0.0, atol=1e-7 * C)
         assert_a_descent_step(alpha, free, new_F, dF, F, y, K, C)
     assert len(held_counts) >= 3 and max(held_counts) >= 3
+
+
+def plain_continue_blocked(
+    factor: np.ndarray,
+    v: np.ndarray,
+    sum_v: float,
+    y_F: np.ndarray,
+    a_F: np.ndarray,
+    new: np.ndarray,
+    target: np.ndarray,
+    q: int,
+    C: float,
+) -> np.ndarray:
+    """The continuation written plainly (P from M⁻¹ and an outer product, 2 × |F| ratios by
+    broadcasting): the reference ``continue_blocked``'s doubled vectors must match to the bit."""
+    k = new.size
+    inv = dpotrs(factor, np.eye(k), 1)[0] * np.multiply.outer(y_F, y_F)  # Y M⁻¹ Y
+    inv = dger(-1.0 / sum_v, y_F * v, y_F * v, 1, 1, inv, 1, 1, 1)  # P
+    ends = np.array([[C], [0.0]]).repeat(k, 1)
+    new, target, held, at = new.copy(), target.copy(), [q], [new[q]]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for _ in range(face_newton.MAX_CONTINUED):
+            ends[:, q] = C + 1.0, -1.0
+            col = inv[:, q].copy()
+            if not col[q] > 0.0:
+                break
+            target = daxpy(col, target, k, (at[-1] - target[q]) / col[q])
+            step = target - new
+            ratio = (step / (ends - new)).ravel()
+            worst = int(ratio.argmax())
+            if ratio[worst] <= 1.0:
+                new = target
+                break
+            if not ratio[worst] > 1.0:
+                break
+            new = daxpy(step, new, k, 1.0 / ratio[worst])
+            inv = dger(-1.0 / col[q], col, col, 1, 1, inv, 1, 1, 1)
+            q = worst % k
+            held.append(q)
+            at.append(C if worst < k else 0.0)
+    new[held] = at
+    spread = y_F * ((y_F @ new - y_F @ a_F) / max(k - len(held), 1))
+    spread[held] = 0.0
+    return new - spread
+
+
+def test_continued_steps_match_the_plain_continuation_to_the_bit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``continue_blocked`` turns the factor's signs instead of M⁻¹'s and holds every vector twice
+    over to spare broadcasts: the same operations on the same values, so the same α to the bit as
+    the plain formulation, and its P is Y(M⁻¹ − v vᵀ / eᵀv)Y (M⁻¹ from numpy's inverse)."""
+    X, y, gamma = problem("moons")
+    W = kernel_matrices.dense_kernel_matrix(X, "rbf", {"gamma": gamma}, doubled=True)
+    K = kernel_of(W)
+    compared = []
+    real = face_newton.continue_blocked
+
+    def both(*args: object) -> np.ndarray:
+        copies = [a.copy(order="K") if isinstance(a, np.ndarray) else a for a in args]
+        ours = real(*args)
+        compared.append(np.array_equal(ours, plain_continue_blocked(*copies)))
+        return ours
+
+    monkeypatch.setattr(face_newton, "continue_blocked", both)
+    smo_solve_distances(W, y, 10.0, newton=True)  # moons at C = 10: every Newton step blocked
+    free = np.arange(0, y.size, 5)
+    for seed, C in itertools.product(range(4), (0.04, 0.05)):
+        alpha = interior_point(y, 0.05, free, seed=seed)
+        alpha[free] *= C / 0.05
+        F = y - (y * alpha) @ K
+        face_newton_step(W[free, : y.size], free, y[free], alpha[free], F[free], C)
+    assert len(compared) >= 8 and all(compared)
+    # the sign-turned factor's solve against numpy's inverse of Q_FF + εI = Y M Y
+    k, y_F = free.size, y[free]
+    M = np.tril(K[np.ix_(free, free)]) + RIDGE * k * np.eye(k)
+    M += np.tril(M, -1).T  # the lower triangle the factor reads (K is symmetric to float32 only)
+    factor, _ = dpotrf(M, 1)
+    P = dpotrs(factor * y_F[:, None], np.eye(k), 1)[0]
+    np.testing.assert_array_equal(P, dpotrs(factor, np.eye(k), 1)[0] * np.outer(y_F, y_F))
+    Q_inv = np.linalg.inv(np.outer(y_F, y_F) * M)
+    np.testing.assert_allclose(P, Q_inv, rtol=1e-6, atol=1e-6 * np.abs(Q_inv).max())
