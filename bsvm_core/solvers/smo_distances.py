@@ -146,7 +146,8 @@ def smo_solve_distances(
         G[:n] = np.where((pos & (a0 < C)) | (~pos & (a0 > 0.0)), F, -inf)  # F on I_up
         G[n:] = np.where((pos & (a0 > 0.0)) | (~pos & (a0 < C)), F, inf)  # F on I_low
     U, L = G[:n], G[n:]  # one daxpy a row of W = [D | D] moves both
-    ys = y.tolist()
+    # y_t > 0 as 1 or 0 by index (bytes: no float objects made; ±1 products as signs below)
+    positive = (y > 0.0).tobytes()
     keep_rows = n if max_inverse_rows is None else max_inverse_rows
     if inverse is None:
         inverse = {}
@@ -190,7 +191,7 @@ def smo_solve_distances(
                 newton_at = n_iter + 2 * wait
             else:
                 newton_at = n_iter + wait
-                _apply_newton(alpha, U, L, listed, ys, step[0].tolist(), step[1], C)
+                _apply_newton(alpha, U, L, listed, positive, step[0].tolist(), step[1], C)
                 n_iter += 1
                 if n_iter == stop_at and stop_if is not None and stop_if[1](np.array(alpha)):
                     break
@@ -215,7 +216,7 @@ def smo_solve_distances(
         if b_j < tol and float(score.max()) < tol:
             converged = True
             break
-        y_i, y_j = ys[i], ys[j]
+        y_i, y_j = positive[i], positive[j]
         a_i_old, a_j_old = alpha[i], alpha[j]
         i_free = 0.0 < a_i_old < C
         j_free = 0.0 < a_j_old < C
@@ -225,7 +226,7 @@ def smo_solve_distances(
             streak = 0
         # pair_update, inline (a call and a tuple fewer); a_ij = 2 D_ij
         if y_i != y_j:
-            delta = y_i * b_j / (2.0 * W_[i, j])
+            delta = (b_j if y_i else -b_j) / (2.0 * W_[i, j])  # y_i b_j
             diff = a_i_old - a_j_old
             a_i, a_j = a_i_old + delta, a_j_old + delta
             if diff > 0.0:
@@ -239,7 +240,7 @@ def smo_solve_distances(
                 if a_j > C:
                     a_j, a_i = C, C + diff
         else:
-            delta = -y_i * b_j / (2.0 * W_[i, j])
+            delta = (-b_j if y_i else b_j) / (2.0 * W_[i, j])  # −y_i b_j
             total = a_i_old + a_j_old
             a_i, a_j = a_i_old - delta, a_j_old + delta
             if total > C:
@@ -255,7 +256,9 @@ def smo_solve_distances(
         alpha[i] = a_i
         alpha[j] = a_j
         # F += c_t K_t (c_t = −y_t Δα_t) is G −= c_t W_t and shift += c_t; −c_t = y_t Δα_t exactly
-        e_i, e_j = y_i * (a_i - a_i_old), y_j * (a_j - a_j_old)
+        # (−1) x = −x exactly (−0 for x = 0 too)
+        e_i = a_i - a_i_old if y_i else -(a_i - a_i_old)
+        e_j = a_j - a_j_old if y_j else -(a_j - a_j_old)
         # positional (n, a, offx): f2py parses keywords slower, ~0.1 µs; the row as an offset
         # into W's flat view, not a view of it (~0.1 µs a call)
         daxpy(flat, G, n2, e_i, i * n2)
@@ -265,7 +268,7 @@ def smo_solve_distances(
         # and after stays in both sets, its U and L moved alike (one daxpy over [D | D]): no write
         if not (i_free and 0.0 < a_i < C):
             F_i = U_[i]
-            if y_i > 0:
+            if y_i:
                 U_[i] = -inf if a_i >= C else F_i
                 L_[i] = inf if a_i <= 0.0 else F_i
             else:
@@ -273,7 +276,7 @@ def smo_solve_distances(
                 L_[i] = inf if a_i >= C else F_i
         if not (j_free and 0.0 < a_j < C):
             F_j = L_[j]
-            if y_j > 0:
+            if y_j:
                 U_[j] = -inf if a_j >= C else F_j
                 L_[j] = inf if a_j <= 0.0 else F_j
             else:
@@ -314,14 +317,14 @@ def _apply_newton(
     U: np.ndarray,
     L: np.ndarray,
     free: list[int],
-    y: list[float],
+    positive: bytes,
     a_F: list[float],
     dF: np.ndarray,
     C: float,
 ) -> None:
     """Move SMO's state by a face Newton step: α_F ← a_F, F += ΔF over U and L (±inf stay), and
     the points that reached a bound (the blocking one; others only by rounding) out of I_up or
-    I_low."""
+    I_low. ``positive[t]`` is 1 where y_t > 0, else 0."""
     U += dF
     L += dF
     inf = math.inf
@@ -329,7 +332,7 @@ def _apply_newton(
         alpha[p] = a
         if 0.0 < a < C:
             continue
-        up = y[p] > 0.0
+        up = positive[p]
         if a >= C:
             U[p] = -inf if up else U[p]
             L[p] = L[p] if up else inf
