@@ -22,7 +22,7 @@ memoryviews (U_i, L_j, W_ij, b_j, m, and argmax written into a 0-d index array: 
 without ``ndarray.item``, ``__setitem__`` or ``int()``), y's signs are bytes (no floats made; a
 product by y_t = ±1 is a sign), and the fixed cost of a solve is fewer calls: the start state in
 one ``where``, α out by ``struct.pack_into`` (``np.array`` of a list costs ~40 ns a value), the
-intercept's free points as U ≥ L. Wine's fit 44 µs less CPU, moons(400) 70-120 µs (issue 27),
+intercept's free points as U ≥ L. Wine's fit 34-75 µs less CPU, moons(400) 62-161 µs (issue 27),
 the same bits.
 
 With ``rows`` a problem on some rows (a one-vs-one pair) runs on the [D | D] of all rows, the
