@@ -105,8 +105,12 @@ def intercept_rule(alpha: np.ndarray, F: np.ndarray, y: np.ndarray, C: float) ->
 
 
 def dual_objective(alpha: np.ndarray, F: np.ndarray, y: np.ndarray) -> float:
-    """½αᵀQα − eᵀα = ½ αᵀ(∇f − e) with ∇f = −y∘F."""
-    return 0.5 * float(np.dot(alpha, -y * F - 1.0))
+    """½αᵀQα − eᵀα = ½ αᵀ(∇f − e) with ∇f = −y∘F.
+
+    ∇f − e as −1 − y∘F in two calls, the bits of −y∘F − 1 (a sign flip is exact, a sum commutes)."""
+    g = np.multiply(y, F)
+    np.subtract(-1.0, g, out=g)
+    return 0.5 * float(np.dot(alpha, g))
 
 
 def pair_update(

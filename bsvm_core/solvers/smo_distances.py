@@ -17,7 +17,13 @@ Half of a step is Python, so the loop also keeps its bytecodes few: :func:`.smo.
 inline (tested against it through ``smo_solve``'s steps), bound methods as locals, and no writes to
 U and L for a point free before and after its step (a daxpy over [D | D] moves its U_t and L_t
 alike, so they stay equal), and daxpy reads its row at an offset into W's flat view (no view
-made). Wine's pairs and moons: 4-10 % less solver CPU, the same bits.
+made). Wine's pairs and moons: 4-10 % less solver CPU, the same bits. Single entries go through
+memoryviews (U_i, L_j, W_ij, b_j, m, and argmax written into a 0-d index array: Python numbers
+without ``ndarray.item``, ``__setitem__`` or ``int()``), y's signs are bytes (no floats made; a
+product by y_t = ±1 is a sign), and the fixed cost of a solve is fewer calls: the start state in
+one ``where``, α out by ``struct.pack_into`` (``np.array`` of a list costs ~40 ns a value), the
+intercept's free points as U ≥ L. Wine's fit 34-75 µs less CPU, moons(400) 62-161 µs (issue 27),
+the same bits.
 
 With ``rows`` a problem on some rows (a one-vs-one pair) runs on the [D | D] of all rows, the
 others kept out of both sets: no block is copied (wine: 6 ``take`` of ~10 µs a fit), and rows of
@@ -38,6 +44,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from operator import itemgetter
+from struct import pack_into
 from typing import Protocol
 
 import numpy as np
@@ -70,6 +77,12 @@ alone costs ~1.5 µs of calls; wine's pairs at C = 10 use a row in three steps o
 problems make a row when it first serves as i (moons(400) uses 85 rows at C = 1: the whole
 matrix made its fits 1.14x slower at C = 1, 1.06x at C = 10). Not with ``newton``: wine's pairs
 then take 28-43 iterations, and rows made as they serve saved 0.02-0.06 ms a pair of 0.3-0.5."""
+
+
+_SIDES = np.array([[1.0], [-1.0]])
+"""y times these is positive on I_up (row 0) and on I_low (row 1) at α = 0."""
+_OUTSIDE = np.array([[-np.inf], [np.inf]])
+"""U's and L's value outside their sets."""
 
 
 class InverseRows(Protocol):
@@ -111,7 +124,7 @@ def smo_solve_distances(
     ``NEWTON_STREAK`` SMO steps among free points) join SMO's, each counted as one iteration; the
     stopping rule is SMO's. With ``rows`` (sorted indices, no ``start``), the problem holds only
     those rows of W and y gives their targets: the other rows stay out of I_up and I_low (α = 0,
-    y = 0), so no block of W is copied, and the result is the problem's alone. ``inverse`` holds
+    y = 0), so no block of W is copied, and the result is the problem's alone. Targets are ±1. ``inverse`` holds
     rows of D^(−1/2) of W made by earlier problems on the same W, and gains this one's."""
     y = np.ascontiguousarray(y, dtype=np.float64)
     y_problem = y
@@ -123,26 +136,24 @@ def smo_solve_distances(
     if max_iter is None:
         max_iter = default_max_iter(y_problem.shape[0])
     inf = np.inf
-    pos = y > 0
     n2 = 2 * n
-    G = np.empty(n2)  # [U | L]: one daxpy a row of W = [D | D] moves both
-    U, L = G[:n], G[n:]
     if start is None or start.grad is None:
         alpha = [0.0] * n
         # α = 0: F = −y∘∇f = y, I_up the positive points, I_low the negative ones (rows
-        # outside the problem, y = 0, in neither)
-        np.copyto(U, y)
-        np.copyto(L, y)
-        U[~pos] = -inf
-        L[y >= 0.0] = inf
+        # outside the problem, y = 0, in neither); G = [U | L] in one where (rows U and L)
+        G = np.where(np.multiply(y, _SIDES) > 0.0, y, _OUTSIDE).reshape(n2)
     else:
         if rows is not None:
             raise ValueError("smo_solve_distances resumes only problems of all rows")
         a0, F = start.alpha, start.grad
         alpha = a0.tolist()
-        U[...] = np.where((pos & (a0 < C)) | (~pos & (a0 > 0.0)), F, -inf)  # F on I_up
-        L[...] = np.where((pos & (a0 > 0.0)) | (~pos & (a0 < C)), F, inf)  # F on I_low
-    ys = y.tolist()
+        pos = y > 0
+        G = np.empty(n2)
+        G[:n] = np.where((pos & (a0 < C)) | (~pos & (a0 > 0.0)), F, -inf)  # F on I_up
+        G[n:] = np.where((pos & (a0 > 0.0)) | (~pos & (a0 < C)), F, inf)  # F on I_low
+    U, L = G[:n], G[n:]  # one daxpy a row of W = [D | D] moves both
+    # y_t > 0 as 1 or 0 by index (bytes: no float objects made; ±1 products as signs below)
+    positive = (y > 0.0).tobytes()
     keep_rows = n if max_inverse_rows is None else max_inverse_rows
     if inverse is None:
         inverse = {}
@@ -160,9 +171,17 @@ def smo_solve_distances(
     newton_at = 0  # the earliest step of the next Newton step
     # bound methods and functions as locals: each saves an attribute or global lookup a step
     streak_at = NEWTON_STREAK if newton else max_iter + 1
-    argmax_up, item_up, item_low, entry = U.argmax, U.item, L.item, W.item
-    subtract, multiply, argmax_buf, item_score = np.subtract, np.multiply, buf.argmax, score.item
-    get_inverse = inverse.get
+    argmax_up, subtract, multiply, argmax_buf = U.argmax, np.subtract, np.multiply, buf.argmax
+    # single entries through memoryviews: a read or write costs less than ndarray.item or
+    # __setitem__ (the same doubles)
+    # argmax into a 0-d index array read through its memoryview: a Python int, ~0.1 µs less than
+    # int() of the returned numpy integer
+    at = np.empty((), np.intp)
+    U_, L_, W_, m_, score_, at_ = map(memoryview, (U, L, W, m, score, at))
+    # rows of R by index: a dict of those made (``inverse`` itself when a dict, else a local one
+    # over it: InverseRows.get makes a view each call)
+    made = inverse if isinstance(inverse, dict) else {}
+    get_made, get_inverse = made.get, inverse.get
     flat = W.reshape(-1)  # a view of a C-contiguous W (a copy otherwise)
     while n_iter < max_iter:
         if streak >= streak_at and n_iter >= newton_at:  # before the selection
@@ -181,27 +200,34 @@ def smo_solve_distances(
                 newton_at = n_iter + 2 * wait
             else:
                 newton_at = n_iter + wait
-                _apply_newton(alpha, U, L, listed, ys, step[0].tolist(), step[1], C)
+                _apply_newton(alpha, U, L, listed, positive, step[0].tolist(), step[1], C)
                 n_iter += 1
                 if n_iter == stop_at and stop_if is not None and stop_if[1](np.array(alpha)):
                     break
                 continue
-        i = int(argmax_up())
-        m[()] = item_up(i)
-        R_i = get_inverse(i)
+        argmax_up(None, at)
+        i = at_[()]
+        m_[()] = U_[i]
+        R_i = get_made(i)
         if R_i is None:
-            R_i = inverse_sqrt(D[i])
-            if len(inverse) < keep_rows:
-                inverse[i] = R_i
+            R_i = get_inverse(i)
+            if R_i is None:
+                R_i = np.sqrt(D[i])  # inverse_sqrt, inline
+                np.reciprocal(R_i, R_i)
+                if len(inverse) < keep_rows:
+                    made[i] = R_i
+            else:
+                made[i] = R_i
         subtract(m, L, score)  # b_t = m − F_t over I_low, −inf outside
         multiply(score, R_i, buf)
-        j = int(argmax_buf())
-        b_j = item_score(j)
+        argmax_buf(None, at)
+        j = at_[()]
+        b_j = score_[j]
         # m − M ≥ b_j, so the full stopping test is needed only when b_j is below tol
         if b_j < tol and float(score.max()) < tol:
             converged = True
             break
-        y_i, y_j = ys[i], ys[j]
+        y_i, y_j = positive[i], positive[j]
         a_i_old, a_j_old = alpha[i], alpha[j]
         i_free = 0.0 < a_i_old < C
         j_free = 0.0 < a_j_old < C
@@ -211,7 +237,7 @@ def smo_solve_distances(
             streak = 0
         # pair_update, inline (a call and a tuple fewer); a_ij = 2 D_ij
         if y_i != y_j:
-            delta = y_i * b_j / (2.0 * entry(i, j))
+            delta = (b_j if y_i else -b_j) / (2.0 * W_[i, j])  # y_i b_j
             diff = a_i_old - a_j_old
             a_i, a_j = a_i_old + delta, a_j_old + delta
             if diff > 0.0:
@@ -225,7 +251,7 @@ def smo_solve_distances(
                 if a_j > C:
                     a_j, a_i = C, C + diff
         else:
-            delta = -y_i * b_j / (2.0 * entry(i, j))
+            delta = (-b_j if y_i else b_j) / (2.0 * W_[i, j])  # −y_i b_j
             total = a_i_old + a_j_old
             a_i, a_j = a_i_old - delta, a_j_old + delta
             if total > C:
@@ -241,7 +267,9 @@ def smo_solve_distances(
         alpha[i] = a_i
         alpha[j] = a_j
         # F += c_t K_t (c_t = −y_t Δα_t) is G −= c_t W_t and shift += c_t; −c_t = y_t Δα_t exactly
-        e_i, e_j = y_i * (a_i - a_i_old), y_j * (a_j - a_j_old)
+        # (−1) x = −x exactly (−0 for x = 0 too)
+        e_i = a_i - a_i_old if y_i else -(a_i - a_i_old)
+        e_j = a_j - a_j_old if y_j else -(a_j - a_j_old)
         # positional (n, a, offx): f2py parses keywords slower, ~0.1 µs; the row as an offset
         # into W's flat view, not a view of it (~0.1 µs a call)
         daxpy(flat, G, n2, e_i, i * n2)
@@ -250,34 +278,43 @@ def smo_solve_distances(
         # i was in I_up and j in I_low, so U_i and L_j hold their new F. A point free before
         # and after stays in both sets, its U and L moved alike (one daxpy over [D | D]): no write
         if not (i_free and 0.0 < a_i < C):
-            F_i = item_up(i)
-            if y_i > 0:
-                U[i] = -inf if a_i >= C else F_i
-                L[i] = inf if a_i <= 0.0 else F_i
+            F_i = U_[i]
+            if y_i:
+                U_[i] = -inf if a_i >= C else F_i
+                L_[i] = inf if a_i <= 0.0 else F_i
             else:
-                U[i] = -inf if a_i <= 0.0 else F_i
-                L[i] = inf if a_i >= C else F_i
+                U_[i] = -inf if a_i <= 0.0 else F_i
+                L_[i] = inf if a_i >= C else F_i
         if not (j_free and 0.0 < a_j < C):
-            F_j = item_low(j)
-            if y_j > 0:
-                U[j] = -inf if a_j >= C else F_j
-                L[j] = inf if a_j <= 0.0 else F_j
+            F_j = L_[j]
+            if y_j:
+                U_[j] = -inf if a_j >= C else F_j
+                L_[j] = inf if a_j <= 0.0 else F_j
             else:
-                U[j] = -inf if a_j <= 0.0 else F_j
-                L[j] = inf if a_j >= C else F_j
+                U_[j] = -inf if a_j <= 0.0 else F_j
+                L_[j] = inf if a_j >= C else F_j
         n_iter += 1
         if n_iter == stop_at and stop_if is not None and stop_if[1](np.array(alpha)):
             break
 
-    alpha_out = np.array(alpha)
-    F = np.where(np.isfinite(U), U, L)  # every t is in I_up or I_low (0 < C)
+    alpha_out = np.empty(n)
+    pack_into(f"{n}d", alpha_out, 0, *alpha)  # a list of floats to an array: ~7 ns a value
+    F = np.where(np.isfinite(U), U, L)  # every t of the problem is in I_up or I_low (0 < C)
     F += shift
+    # libsvm's rho over the free points, in both sets (U_t = L_t): intercept_rule's sum, of the
+    # same values in the same order; without free points, its midpoint rule
+    free = U >= L
+    n_free = int(np.count_nonzero(free))
+    if n_free:
+        intercept = -(-float(np.add.reduce(F[free])) / n_free)
     if rows is not None:
         alpha_out, F, y = alpha_out[rows], F[rows], y_problem
+    if not n_free:
+        intercept = intercept_rule(alpha_out, F, y, C)
     before = (start.n_iter, start.n_kernel_rows) if start is not None else (0, 0)
     return SMOResult(
         alpha=alpha_out,
-        intercept=intercept_rule(alpha_out, F, y, C),
+        intercept=intercept,
         objective=dual_objective(alpha_out, F, y),
         n_iter=before[0] + n_iter,
         converged=converged,
@@ -291,14 +328,14 @@ def _apply_newton(
     U: np.ndarray,
     L: np.ndarray,
     free: list[int],
-    y: list[float],
+    positive: bytes,
     a_F: list[float],
     dF: np.ndarray,
     C: float,
 ) -> None:
     """Move SMO's state by a face Newton step: α_F ← a_F, F += ΔF over U and L (±inf stay), and
     the points that reached a bound (the blocking one; others only by rounding) out of I_up or
-    I_low."""
+    I_low. ``positive[t]`` is 1 where y_t > 0, else 0."""
     U += dF
     L += dF
     inf = math.inf
@@ -306,7 +343,7 @@ def _apply_newton(
         alpha[p] = a
         if 0.0 < a < C:
             continue
-        up = y[p] > 0.0
+        up = positive[p]
         if a >= C:
             U[p] = -inf if up else U[p]
             L[p] = L[p] if up else inf

@@ -11,7 +11,7 @@ from scipy import sparse
 
 from bsvm_core.kernels import kernel_diagonal, kernel_matrix, kernel_row_function
 from bsvm_core.solvers.kernel_cache import KernelRowCache, cache_capacity
-from bsvm_core.solvers.smo import DualDivergence, hull_distance_bound, smo_solve
+from bsvm_core.solvers.smo import DualDivergence, dual_objective, hull_distance_bound, smo_solve
 
 
 def problem(n: int = 120, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -157,3 +157,18 @@ def test_hard_margin_separable_and_divergent() -> None:
     Xd, yd = np.r_[X, X[:1]], np.r_[y, -y[:1]]  # one point with both labels
     with pytest.raises(DualDivergence):
         solve(Xd, yd, "rbf", math.inf)
+
+
+def test_dual_objective_is_half_alpha_dot_minus_yf_minus_one_to_the_bit() -> None:
+    rng = np.random.default_rng(0)
+    for trial in range(200):
+        n = int(rng.integers(0, 60))
+        dtype = np.float32 if trial % 2 else np.float64
+        alpha = rng.random(n) * (rng.random(n) < 0.7)
+        y = np.where(rng.random(n) < 0.5, 1.0, -1.0).astype(dtype)
+        F = (rng.normal(size=n) * 10.0 ** rng.integers(-8, 4)).astype(dtype)
+        F[rng.random(n) < 0.2] = 0.0
+        ones = rng.random(n) < 0.2
+        F[ones] = -y[ones]  # -yF - 1 = 0 exactly
+        ref = 0.5 * float(np.dot(alpha, -y * F - 1.0))
+        assert np.float64(dual_objective(alpha, F, y)).tobytes() == np.float64(ref).tobytes()

@@ -13,7 +13,7 @@ from sklearn.svm import SVC
 from bsvm_core import KernelSVM, kernel_dual, kernel_matrices
 from bsvm_core.solvers import smo_distances
 from bsvm_core.solvers.kernel_cache import DenseKernelRows
-from bsvm_core.solvers.smo import smo_solve
+from bsvm_core.solvers.smo import intercept_rule, smo_solve
 from bsvm_core.solvers.smo_distances import smo_solve_distances
 
 from .test_smo import clarabel_dual
@@ -135,3 +135,27 @@ def test_estimator_takes_it_and_meets_libsvm(C: float, monkeypatch: pytest.Monke
     K = np.exp(-ours._gamma * ((S[:, None, :] - S[None, :, :]) ** 2).sum(-1))
     assert ours.objective_[0] == pytest.approx(0.5 * c @ K @ c - np.abs(c).sum(), rel=1e-3)
     assert np.mean(ours.predict(X) == svc.predict(X)) >= 0.995
+
+
+@pytest.mark.parametrize("rows", [False, True])
+@pytest.mark.parametrize("C", [0.1, 1.0, 100.0])
+def test_intercept_objective_and_grad_are_the_rules_on_the_result(C: float, rows: bool) -> None:
+    # the solver's intercept (over U >= L), objective and F are smo's rules on its own alpha, to
+    # the bit; F is -y∘∇f of alpha (recomputed from K, to rounding)
+    X, y = data(150, seed=2)
+    W = doubled(X, 0.1)
+    picked = np.sort(np.random.default_rng(3).choice(150, 100, replace=False)) if rows else None
+    y_p = y[picked] if rows else y
+    for newton in (False, True):
+        res = smo_solve_distances(W, y_p, C, newton=newton, rows=picked)
+        assert res.converged
+        assert res.intercept == intercept_rule(res.alpha, res.grad, y_p, C)
+        assert res.objective == 0.5 * float(np.dot(res.alpha, -y_p * res.grad - 1.0))
+        D = W[:, :150] if picked is None else W[np.ix_(picked, picked)]
+        K = 1.0 - D
+        np.fill_diagonal(K, 1.0)
+        # D's entries are symmetric to float32 rounding only: F's rows against K's columns
+        tol = 1e-6 * (1.0 + res.alpha.sum())
+        np.testing.assert_allclose(res.grad, y_p - K @ (y_p * res.alpha), atol=tol)
+        free = (res.alpha > 0.0) & (res.alpha < C)
+        assert free.any() or C < 1.0  # the free points' rule is met (C = 0.1: one case has none)
