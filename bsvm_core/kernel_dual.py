@@ -111,7 +111,17 @@ each: wine's pairs make 55 of 178). Fit time over rows as needed, C = 1 / 10, in
 process, the same α to the bit: wine 0.96-0.97 / 0.97, iris 0.96 / 0.97, make_classification(300,
 4, 3 classes) 0.95 / 0.97, (200, 5, 4 classes) 0.94 / 0.95, one-vs-rest on wine 0.96 / 0.85, on
 (450, 4, 3 classes) 0.95 / 0.98. Not for a binary problem alone (``solve_dual``): moons(400) uses
-80-82 of R's 400 rows, and the fill's extra ~120 µs in a fit ate its solver's saving (1.01-1.04)."""
+80-82 of R's 400 rows, and the fill's extra ~120 µs in a fit ate its solver's saving (1.01-1.04).
+Measured again after the fill's float32 divide (issue 27): fit CPU with R from the fill over rows
+as needed, interleaved in one process, median of 21 paired ratios, two runs at load 4-7 (noise:
+breast cancer, which does not take this path, 0.96-1.00), C = 1 / 10 / 100: moons(200) 0.93-0.97 /
+1.01-1.02 / 0.96-0.97, (250) 1.00 / 1.05 / 1.01, (300) 1.00-1.05 / 1.02-1.03 / 0.97-1.01, (350)
+1.01 / 1.03 / 1.03, (400) 1.05-1.08 / 1.05 / 1.04, (500) 1.04-1.08 / 1.05 / 1.04;
+make_classification(300, 5) 0.96-1.00 / 0.98-1.00 / 1.00-1.08, (300, 7) 0.92-1.01 / 0.96-1.01 /
+1.00-1.02, (450, 5 or 7) 1.00-1.05 / 1.04-1.07 / 1.03-1.05; instructions a fit (callgrind)
+moons(200) 0.972 / 0.987 (C = 1 / 10), moons(300) 1.013 at C = 1. A win of 1-3 % up to ~200 rows
+only, and not the same bits: of 300 random problems one (305 rows, 4 classes, its pairs alone)
+moved its decision values by 2e-11 (float32 R broke a near tie of WSS3's j): not taken."""
 
 BATCHED_MIN_ROWS = 8000
 """Binary problems with at least this many rows use the batched working-set solver; smaller ones

@@ -159,3 +159,34 @@ def test_intercept_objective_and_grad_are_the_rules_on_the_result(C: float, rows
         np.testing.assert_allclose(res.grad, y_p - K @ (y_p * res.alpha), atol=tol)
         free = (res.alpha > 0.0) & (res.alpha < C)
         assert free.any() or C < 1.0  # the free points' rule is met (C = 0.1: one case has none)
+
+
+def test_newton_steps_start_from_the_free_alphas(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each face Newton step gets α_F as an aligned float64 array holding, in the free points'
+    order, the α that the solver holds for them (the list it writes back to), and its F_F."""
+    X, y = data(200)
+    W = doubled(X, 0.05)
+    seen: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    real = smo_distances.face_newton_step
+
+    def spy(D_F, free, y_F, a_F, F_F, C):
+        assert a_F.dtype == np.float64 and a_F.flags.aligned and a_F.flags.c_contiguous
+        seen.append((free.copy(), a_F.copy(), F_F.copy()))
+        return real(D_F, free, y_F, a_F, F_F, C)
+
+    monkeypatch.setattr(smo_distances, "face_newton_step", spy)
+    res = smo_solve_distances(W, y, 10.0, newton=True)
+    assert res.converged and len(seen) >= 2
+    for free, a_F, F_F in seen:
+        assert np.all((a_F > 0.0) & (a_F < 10.0))  # free points only
+        assert a_F.size == free.size == F_F.size
+    # the first step's α_F and F_F are those of a run stopped just before it
+    first_free, first_a, first_F = seen[0]
+    monkeypatch.setattr(smo_distances, "face_newton_step", real)
+    for n_iter in range(1, res.n_iter):
+        before = smo_solve_distances(W, y, 10.0, newton=True, stop_if=(n_iter, lambda a: True))
+        free = np.flatnonzero((before.alpha > 0.0) & (before.alpha < 10.0))
+        if np.array_equal(free, first_free) and np.array_equal(before.alpha[free], first_a):
+            np.testing.assert_allclose(before.grad[free], first_F, rtol=0, atol=1e-12)
+            return
+    pytest.fail("no stopped run holds the first Newton step's α_F")
