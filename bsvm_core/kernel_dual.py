@@ -4,8 +4,8 @@ A binary problem goes to batched working sets (``solvers.batched_smo``) from ``B
 rows, else to an SMO probe that may hand over to primal-dual active sets (``solvers.active_set``),
 else to SMO alone (``solvers.smo``); up to ``DENSE_MAX_ROWS`` rows on a whole kernel matrix
 (``kernel_matrices``), beyond on rows cached as they are needed. rbf problems with finite C up to
-``DOUBLED_MAX_ROWS`` rows run their SMO on [D | D] (``solvers.smo_distances``), joined by Newton
-steps on its free face (``solvers.face_newton``). Many one-vs-one rbf problems at
+``DOUBLED_MAX_ROWS`` rows run their SMO on [D | D] (``solvers.smo_distances``); on either, with a
+whole rbf matrix and finite C, Newton steps on the free face (``solvers.face_newton``) join SMO's. Many one-vs-one rbf problems at
 once go to ``solvers.lockstep_smo`` over each problem's block of one kernel matrix of all rows
 (``solvers.lockstep_blocks``), with the same hand-over to active sets, also taken by all problems
 at once (``solvers.lockstep_active_set``). Other one-vs-rest fits within ``DENSE_MAX_ROWS``, and
