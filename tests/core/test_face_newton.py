@@ -343,3 +343,50 @@ def test_continued_steps_match_the_plain_continuation_to_the_bit(
     np.testing.assert_array_equal(P, dpotrs(factor, np.eye(k), 1)[0] * np.outer(y_F, y_F))
     Q_inv = np.linalg.inv(np.outer(y_F, y_F) * M)
     np.testing.assert_allclose(P, Q_inv, rtol=1e-6, atol=1e-6 * np.abs(Q_inv).max())
+
+
+@pytest.mark.parametrize("name", ["moons", "wine"])
+def test_the_fortran_gather_of_m_gives_the_c_ordered_take_s_step_to_the_bit(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """M gathered Fortran-ordered (from ``FORTRAN_GATHER_FROM`` points) and by ``take`` give the
+    same α_F, ΔF and blocking place to the bit, on faces of 8 to 60 points, blocked or not; D is
+    not symmetric to the bit here, so a mirrored M would be caught."""
+    X, y, gamma = problem(name)
+    W = kernel_matrices.dense_kernel_matrix(X, "rbf", {"gamma": gamma}, doubled=True)
+    n = y.size
+    D = np.ascontiguousarray(W[:, :n])
+    D[np.triu_indices(n, 1)] += 1e-9  # entries that differ from their mirror's
+    outs = {}
+    for threshold in (2, 10**9):
+        monkeypatch.setattr(face_newton, "FORTRAN_GATHER_FROM", threshold)
+        runs = []
+        for k, C, seed in itertools.product((8, 23, 60), (0.05, 10.0), range(2)):
+            free = np.sort(np.random.default_rng(seed).choice(n, k, replace=False))
+            alpha = interior_point(y, 0.05, free, seed=seed)
+            F = y - (y * alpha) @ (1.0 - D)
+            out = face_newton_step(D[free], free, y[free], alpha[free], F[free], C)
+            assert out is not None
+            runs.append((out[0].tobytes(), out[1].tobytes(), out[2]))
+        outs[threshold] = runs
+    assert outs[2] == outs[10**9]
+    assert {r[2] for r in outs[2]} != {-1}  # blocked steps among them
+
+
+def test_an_unclipped_step_stays_in_the_box_to_the_bit() -> None:
+    """Where every d / room is at most ``UNCLIPPED_MAX`` (no clip follows), fl(α + d) lies in
+    [0, C]: random α and steps pushed to that ratio, rooms down to a few ulps."""
+    rng = np.random.default_rng(0)
+    for C in (1.0, 10.0, 1e-3, 3.7e5):
+        a = C * rng.uniform(0.0, 1.0, 200_000)
+        a[:1000] = np.nextafter(C, 0.0) * np.ones(1000)  # no room up but an ulp
+        a[1000:2000] = np.nextafter(0.0, 1.0) * rng.integers(1, 5, 1000)
+        a = a[(a > 0.0) & (a < C)]
+        rises = rng.random(a.size) < 0.5
+        room = np.where(rises, C - a, -a)
+        d = room * face_newton.UNCLIPPED_MAX * rng.uniform(1.0 - 1e-15, 1.0, a.size)
+        ratio = d / room
+        keep = ratio <= face_newton.UNCLIPPED_MAX
+        assert keep.mean() > 0.9
+        new = a[keep] + d[keep]
+        assert new.min() >= 0.0 and new.max() <= C
