@@ -25,7 +25,7 @@ from operator import itemgetter
 import numpy as np
 from scipy.linalg.blas import daxpy
 
-from .face_newton import face_newton_step
+from .face_newton import NEWTON_FLOPS_PER_STEP, NEWTON_STREAK, face_newton_step
 from .kernel_cache import DenseKernelRows, KernelRowCache, RowFunction
 
 TAU = 1e-12
@@ -199,7 +199,7 @@ def smo_solve(
     newton : bool
         With a ``DenseKernelRows`` of distances and finite C, a Newton step on the free face
         (:func:`.face_newton.face_newton_step`) replaces an SMO step after
-        ``smo_distances.NEWTON_STREAK`` SMO steps in a row among free points, with
+        ``face_newton.NEWTON_STREAK`` SMO steps in a row among free points, with
         ``smo_distances``' wait (:func:`_newton_wait`); each counts as one iteration, the stopping
         rule is SMO's. Ignored otherwise.
 
@@ -258,8 +258,6 @@ def smo_solve(
     # face Newton steps (rbf on a whole D, finite C): smo_distances' trigger and wait
     streak_at = max_iter + 1
     if newton and distances and not hard and isinstance(cache, DenseKernelRows):
-        from .smo_distances import NEWTON_STREAK  # smo_distances imports this module
-
         streak_at = NEWTON_STREAK
         D = cache.K
     streak = 0  # SMO steps in a row whose two points were free before the step
@@ -377,10 +375,8 @@ def smo_solve(
 
 def _newton_wait(k: int, taken: bool) -> int:
     """SMO steps before the next face Newton step on k free points: 1 + k³ /
-    ``smo_distances.NEWTON_FLOPS_PER_STEP`` (its Cholesky's cost in SMO steps), twice after a refused
+    ``face_newton.NEWTON_FLOPS_PER_STEP`` (its Cholesky's cost in SMO steps), twice after a refused
     one."""
-    from .smo_distances import NEWTON_FLOPS_PER_STEP  # smo_distances imports this module
-
     wait = 1 + k**3 // NEWTON_FLOPS_PER_STEP
     return wait if taken else 2 * wait
 
