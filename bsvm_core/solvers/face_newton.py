@@ -51,8 +51,8 @@ smallest eigenvalue at moons' C = 10 optimum is 5.4e-5)."""
 
 NEWTON_STREAK = 3
 """A Newton step on the free face (``smo_distances`` and ``smo`` with ``newton``) follows this many
-SMO steps in a row whose two points were both free before the step: SMO is then converging the face, not changing
-the sets. Iterations (SMO and Newton steps) at streaks 1 / 2 / 3 / 4 / 6, moons(400) at C = 10:
+SMO steps in a row whose two points were both free before the step: SMO is then converging the
+face, not changing the sets. Iterations (SMO and Newton steps) at streaks 1 / 2 / 3 / 4 / 6, moons(400) at C = 10:
 171 / 194 / 205 / 234 / 319 (587 without), at C = 1 116 / 114 / 120 / 129 / 134 (173); wine's pairs
 at C = 10 25-37 / 28-42 / 30-45 / 38-49 / 42-54 (66-102). Fewer iterations cost more Newton steps
 (~35 µs each): the sum of the eight solves' CPU (moons and wine's pairs, C = 1 and 10) was least
