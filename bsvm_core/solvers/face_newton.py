@@ -50,13 +50,13 @@ entry, so up to |F| · 6e-8 in Q_FF's eigenvalues), far below the curvatures tha
 smallest eigenvalue at moons' C = 10 optimum is 5.4e-5)."""
 
 NEWTON_STREAK = 3
-"""A Newton step on the free face (``smo_distances`` and ``smo`` with ``newton``) follows this many SMO
-steps in a row whose two points were both free before the step: SMO is then converging the face, not
-changing the sets. Iterations (SMO and Newton steps) at streaks 1 / 2 / 3 / 4 / 6, moons(400) at C =
-10: 171 / 194 / 205 / 234 / 319 (587 without), at C = 1 116 / 114 / 120 / 129 / 134 (173); wine's
-pairs at C = 10 25-37 / 28-42 / 30-45 / 38-49 / 42-54 (66-102). Fewer iterations cost more Newton
-steps (~35 µs each): the sum of the eight solves' CPU (moons and wine's pairs, C = 1 and 10) was
-least at 3, 5 % below 2; moons at C = 10 1.71 ms against 1.87 (2) and 2.08 (1), 2.6-2.8 without.
+"""A Newton step on the free face (``smo_distances`` and ``smo`` with ``newton``) follows this many
+SMO steps in a row whose two points were both free before the step: SMO is then converging the face,
+not changing the sets. Iterations (SMO and Newton steps) at streaks 1 / 2 / 3 / 4 / 6, moons(400) at
+C = 10: 171 / 194 / 205 / 234 / 319 (587 without), at C = 1 116 / 114 / 120 / 129 / 134 (173);
+wine's pairs at C = 10 25-37 / 28-42 / 30-45 / 38-49 / 42-54 (66-102). Fewer iterations cost more
+Newton steps (~35 µs each): the sum of the eight solves' CPU (moons and wine's pairs, C = 1 and 10)
+was least at 3, 5 % below 2; moons at C = 10 1.71 ms against 1.87 (2) and 2.08 (1), 2.6-2.8 without.
 With blocked steps continued (``face_newton.CONTINUE_FROM``), streaks 1 / 2 / 3 / 4: moons at C = 10
 114 / 139 / 153 / 174 iterations, solver CPU 0.94 / 0.91 / 0.90 / 0.87 of streak 3 without them; C =
 1 1.40 / 1.22 / 0.99 / 1.04, wine at C = 10 1.17 / 1.05 / 1.02 / 0.97: 3 kept."""
