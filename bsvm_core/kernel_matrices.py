@@ -111,18 +111,19 @@ def rbf_symmetric_fill(
 def _float32_factors(
     Sc: np.ndarray, norms: np.ndarray, gamma: float, empty: Empty = np.empty
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(L, R) in float32, L = [2γx̃_i, −γ‖x̃_i‖², −1] by row and R = [x̃_t, 1, γ‖x̃_t‖²] by column,
+    """(L, R) in float32, L = [2γx̃_i, γ‖x̃_i‖², −1] by row and R = [x̃_t, −1, γ‖x̃_t‖²] by column,
     each entry its float64 value rounded once (x̃ = Sc, γ‖x̃‖² = norms): one buffer from ``empty``,
-    six writes."""
+    six writes. The term −γ‖x̃_i‖² · 1 is taken as γ‖x̃_i‖² · (−1), the same float (a sign moved
+    between exact factors), so L's column is a cast copy of the norms, not a negation (~0.8 µs)."""
     n, d = Sc.shape
     factors = empty(2 * n * (d + 2), dtype=np.float32)
     right = factors[: n * (d + 2)].reshape(d + 2, n)
     left = factors[n * (d + 2) :].reshape(n, d + 2)
     right[:d] = Sc.T
-    right[d] = 1.0
+    right[d] = -1.0
     right[d + 1] = norms
     np.multiply(Sc, 2.0 * gamma, out=left[:, :d], casting="same_kind")
-    np.negative(norms, out=left[:, d], casting="same_kind")
+    left[:, d] = norms
     left[:, d + 1] = -1.0
     return left, right
 
@@ -142,9 +143,12 @@ def _fill(
         block_rows = max(SYMMETRIC_MIN_BLOCK_ROWS, -(-n // 4))
     block_rows = max(1, min(block_rows, n))
     with workspace() as kept, single_blas_thread():  # blocks: kept buffers
-        scratch_of = _scratch(kept)  # small factors from np.empty
+        # small factors from np.empty: all of them when the largest (n (d + 2) float64 entries:
+        # the centred data, L and R) is small, without a size test a call
+        small = n * (d + 2) * 8 <= SMALL_SCRATCH_BYTES
+        scratch_of: Empty = np.empty if small else _scratch(kept)
         center, Sc, norms = rbf_centred(X, gamma, scratch_of)
-        bound = float32_exponent_bound(d, float(norms.max(initial=0.0)))
+        bound = float32_exponent_bound(d, float(np.maximum.reduce(norms, initial=0.0)))
         if bound <= FLOAT32_EXPONENT_MAX_ERROR:
             left, right = _float32_factors(Sc, norms, gamma, scratch_of)
 

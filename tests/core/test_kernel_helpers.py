@@ -26,3 +26,24 @@ def test_variance_and_mean_are_numpys(X: np.ndarray) -> None:
     center, right = rbf_support_factor(X, 0.5)
     np.testing.assert_array_equal(center, X.mean(axis=0))
     np.testing.assert_allclose(right[:-2], (X - X.mean(axis=0)).T)
+
+
+def _hard_arrays() -> list[np.ndarray]:
+    """Large offsets and scales, views with strides and a lone column or row."""
+    rng = np.random.default_rng(7)
+    base = rng.standard_normal((301, 13))
+    return [
+        base * 1e30,
+        base + 1e8,
+        base * 1e-300,
+        base[:, ::3],
+        base[::4],
+        base[:, :1],
+        base[:1],
+        np.asfortranarray(base)[5:, 2:],
+    ]
+
+
+@pytest.mark.parametrize("X", _hard_arrays())
+def test_variance_is_numpys_to_the_bit_on_hard_arrays(X: np.ndarray) -> None:
+    assert np.float64(variance(X)).tobytes() == np.float64(X.var()).tobytes()

@@ -71,3 +71,25 @@ def test_each_thread_keeps_its_own() -> None:
     t.join()
     assert seen == [0, 8192]
     assert ws.kept_bytes() >= 4096
+
+
+def test_kept_buffers_stay_in_order_of_size_and_arrays_hold_theirs() -> None:
+    with ws.workspace() as empty:
+        arrays = [empty(k) for k in (5_000, 300, 80_000, 300, 12)]
+        arrays[1][...] = 3.0
+        assert all(a.base is not None and a.base.dtype == np.uint8 for a in arrays)
+        assert arrays[1].flags.c_contiguous and arrays[1].flags.writeable
+        taken = [a.base for a in arrays]
+    sizes = [b.nbytes for b in ws._kept.buffers]
+    assert sizes == sorted(sizes) and len(sizes) == 5
+    # equal sizes in the order they were taken, as a stable sort of kept + taken puts them
+    same = [b for b in ws._kept.buffers if b.nbytes == 300 * 8]
+    assert [id(b) for b in same] == [id(taken[1]), id(taken[3])]
+    with ws.workspace() as empty:  # nothing taken: nothing changes
+        pass
+    assert [b.nbytes for b in ws._kept.buffers] == sizes
+    with ws.workspace() as empty:
+        scalar = empty((), dtype=np.float32)
+        assert scalar.shape == () and scalar.dtype == np.float32
+        none = empty((0, 7))
+        assert none.shape == (0, 7)
