@@ -67,6 +67,13 @@ Cholesky's |F|³ / 3 flops at ~2 GFlop/s against an SMO step's ~5 µs), and twic
 refused one: large free sets are factorised rarely."""
 
 
+def newton_wait(k: int, taken: bool) -> int:
+    """SMO steps before the next face Newton step after one on k free points: 1 + k³ /
+    ``NEWTON_FLOPS_PER_STEP`` (its Cholesky's cost in SMO steps), twice after a refused one."""
+    wait = 1 + k**3 // NEWTON_FLOPS_PER_STEP
+    return wait if taken else 2 * wait
+
+
 FORTRAN_GATHER_FROM = 23
 """|F| from which M is gathered Fortran-ordered (a fancy index of D_Fᵀ, ~6 instructions an entry
 over ~8,000 fixed) rather than C-ordered by ``take`` (~12 an entry) and copied by f2py (~6 an entry

@@ -25,7 +25,7 @@ from operator import itemgetter
 import numpy as np
 from scipy.linalg.blas import daxpy
 
-from .face_newton import NEWTON_FLOPS_PER_STEP, NEWTON_STREAK, face_newton_step
+from .face_newton import NEWTON_STREAK, face_newton_step, newton_wait
 from .kernel_cache import DenseKernelRows, KernelRowCache, RowFunction
 
 TAU = 1e-12
@@ -199,9 +199,9 @@ def smo_solve(
     newton : bool
         With a ``DenseKernelRows`` of distances and finite C, a Newton step on the free face
         (:func:`.face_newton.face_newton_step`) replaces an SMO step after
-        ``face_newton.NEWTON_STREAK`` SMO steps in a row among free points, with
-        ``smo_distances``' wait (:func:`_newton_wait`); each counts as one iteration, the stopping
-        rule is SMO's. Ignored otherwise.
+        ``face_newton.NEWTON_STREAK`` SMO steps in a row among free points, waiting
+        :func:`.face_newton.newton_wait` steps after each, as ``smo_distances`` does; each counts
+        as one iteration, the stopping rule is SMO's. Ignored otherwise.
 
     Returns
     -------
@@ -278,7 +278,7 @@ def smo_solve(
             if 2 <= len(listed) <= NEWTON_MAX_FREE:
                 a_F = np.array(itemgetter(*listed)(alpha))
                 step = face_newton_step(D[free], free, y[free], a_F, F[free] + shift, C)
-            newton_at = n_iter + _newton_wait(len(listed), step is not None)
+            newton_at = n_iter + newton_wait(len(listed), step is not None)
             if step is not None:
                 F += step[1]
                 _newton_sets(alpha, up_pen, low_pen, listed, ys, step[0].tolist(), C)
@@ -371,14 +371,6 @@ def smo_solve(
         n_kernel_rows=before[1] + cache.n_computed - rows_before,
         grad=F,
     )
-
-
-def _newton_wait(k: int, taken: bool) -> int:
-    """SMO steps before the next face Newton step on k free points: 1 + k³ /
-    ``face_newton.NEWTON_FLOPS_PER_STEP`` (its Cholesky's cost in SMO steps), twice after a refused
-    one."""
-    wait = 1 + k**3 // NEWTON_FLOPS_PER_STEP
-    return wait if taken else 2 * wait
 
 
 def _newton_sets(

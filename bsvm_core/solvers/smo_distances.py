@@ -55,7 +55,7 @@ import numpy as np
 from scipy.linalg.blas import daxpy
 
 from ..workspace import Empty
-from .face_newton import NEWTON_FLOPS_PER_STEP, NEWTON_STREAK, face_newton_step
+from .face_newton import NEWTON_STREAK, face_newton_step, newton_wait
 from .smo import SMOResult, default_max_iter, dual_objective, intercept_rule
 
 WHOLE_INVERSE_MAX_ROWS = 200
@@ -175,7 +175,6 @@ def smo_solve_distances(
             streak = 0
             free = (U >= L).nonzero()[0]  # in I_up and I_low: U_t = L_t = F_t − shift
             k = free.size
-            wait = 1 + k**3 // NEWTON_FLOPS_PER_STEP
             step = None
             if k >= 2:
                 listed = free.tolist()
@@ -188,9 +187,9 @@ def smo_solve_distances(
                 pack_into(f"{k}d", a_F, 0, *itemgetter(*listed)(alpha))
                 step = face_newton_step(D[free], free, y[free], a_F, F_F, C)
             if step is None:
-                newton_at = n_iter + 2 * wait
+                newton_at = n_iter + newton_wait(k, False)
             else:
-                newton_at = n_iter + wait
+                newton_at = n_iter + newton_wait(k, True)
                 _apply_newton(alpha, U, L, listed, positive, step[0].tolist(), step[1], C)
                 n_iter += 1
                 if n_iter == stop_at and stop_if is not None and stop_if[1](np.array(alpha)):
