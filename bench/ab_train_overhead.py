@@ -26,7 +26,7 @@ import httpx
 from sklearn.datasets import load_breast_cancer
 
 from bench.bench_train_overhead import bodies, fit_alone, one_training
-from tests.service.live_server import free_port, server_env, wait_ready
+from tests.service.live_server import server_env, start_service
 
 SHOWN = ("save", "worker start", "result back", "evaluate", "job row + hand-off", "answer")
 
@@ -34,20 +34,22 @@ SHOWN = ("save", "worker start", "result back", "evaluate", "job row + hand-off"
 def start(tree: Path, data_dir: Path) -> tuple[subprocess.Popen, str]:
     """The instrumented server of checkout ``tree`` on ``data_dir``; (process, base URL)."""
     data_dir.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    env = server_env(data_dir, port, log_level="warning")
-    env.update(OPENBLAS_NUM_THREADS="1", PYTHONPATH=str(tree))
-    log = data_dir / "server.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "bench.bench_train_overhead", "--serve"],
-            cwd=tree,
-            env=env,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    wait_ready(url, process, log)
+
+    def spawn(port: int) -> tuple[subprocess.Popen, Path]:
+        env = server_env(data_dir, port, log_level="warning")
+        env.update(OPENBLAS_NUM_THREADS="1", PYTHONPATH=str(tree))
+        log = data_dir / f"server-{port}.log"
+        with log.open("wb") as sink:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "bench.bench_train_overhead", "--serve"],
+                cwd=tree,
+                env=env,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+            )
+        return process, log
+
+    process, url, _ = start_service(spawn)
     return process, url
 
 

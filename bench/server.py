@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from tests.service.live_server import ROOT, free_port, server_env, wait_ready
+from tests.service.live_server import ROOT, server_env, start_service
 
 
 def start_server(
@@ -33,25 +33,23 @@ def start_server(
     """
     cores = None if core is None else ({core} if isinstance(core, int) else set(core))
     data_dir.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    env = server_env(data_dir, port, **{"log_level": "warning", **settings})
-    env["OPENBLAS_NUM_THREADS"] = "1"
-    log = data_dir / f"server-{port}.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            [sys.executable, "-m", *module],
-            cwd=ROOT,
-            env=env,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            preexec_fn=(lambda: os.sched_setaffinity(0, cores)) if cores is not None else None,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_ready(url, process, log)
-    except RuntimeError:
-        process.kill()
-        raise
+
+    def spawn(port: int) -> tuple[subprocess.Popen, Path]:
+        env = server_env(data_dir, port, **{"log_level": "warning", **settings})
+        env["OPENBLAS_NUM_THREADS"] = "1"
+        log = data_dir / f"server-{port}.log"
+        with log.open("wb") as sink:
+            process = subprocess.Popen(
+                [sys.executable, "-m", *module],
+                cwd=ROOT,
+                env=env,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                preexec_fn=(lambda: os.sched_setaffinity(0, cores)) if cores is not None else None,
+            )
+        return process, log
+
+    process, url, _ = start_service(spawn)
     return process, url
 
 

@@ -11,8 +11,6 @@ import os
 import select
 import signal
 import struct
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +21,7 @@ import httpx
 import pytest
 from sklearn.datasets import load_breast_cancer, load_iris
 
-from tests.service.live_server import ROOT, free_port, server_env, wait_ready
+from tests.service.live_server import spawn_service, start_service, stop_process
 
 pytestmark = pytest.mark.slow
 
@@ -32,19 +30,10 @@ class Server:
     """One ``python -m service`` process; ``kill()`` is kill -9."""
 
     def __init__(self, data_dir: Path, log_dir: Path, **settings: str) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = log_dir / f"server-{self.port}.log"
         self.data_dir, self.settings = data_dir, settings
-        with self.log.open("wb") as sink:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "service"],
-                cwd=ROOT,
-                env=server_env(data_dir, self.port, **settings),
-                stdout=sink,
-                stderr=subprocess.STDOUT,
-            )
-        wait_ready(self.url, self.process, self.log)
+        self.process, self.url, self.log = start_service(
+            spawn_service(data_dir, log_dir, **settings)
+        )
 
     def kill(self) -> None:
         """SIGKILL the server and its process group's training workers."""
@@ -52,12 +41,8 @@ class Server:
         self.process.wait(timeout=10)
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+        """SIGTERM, then SIGKILL after 15 s (nothing if it has exited)."""
+        stop_process(self.process)
 
 
 IN_CREATE = 0x100
