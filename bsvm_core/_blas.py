@@ -12,13 +12,17 @@ from threadpoolctl import ThreadpoolController
 
 _lock = threading.Lock()
 _users = 0
-_restore: list[tuple[Any, int]] = []  # (BLAS library, its thread count) to restore on the way out
+_restore: list[
+    tuple[Callable[[int], object], int]
+] = []  # (a library's setter, its count) to restore
 
 
 class _Depth(threading.local):
-    """How deep this thread is inside :func:`single_blas_thread`."""
+    """How deep this thread is inside :func:`single_blas_thread`, and the per-thread counts it
+    set on the way in (to restore on the way out)."""
 
     depth = 0
+    own: tuple[tuple[Callable[[int], object], int], ...] = ()
 
 
 _here = _Depth()
@@ -36,21 +40,56 @@ def _blas_libraries() -> tuple[Any, ...]:
     return tuple(_controller().select(user_api="blas").lib_controllers)
 
 
+def _openblas_symbol(lib: Any, name: str) -> Callable[..., Any] | None:
+    """OpenBLAS's own ``name`` (with the library's prefix and suffix), for a pthreads OpenBLAS
+    (one process-wide pool); None for any other library or threading layer."""
+    symbol = getattr(lib, "_get_symbol", None)
+    if lib.internal_api != "openblas" or getattr(lib, "threading_layer", None) == "openmp":
+        return None
+    return symbol(name) if symbol is not None else None
+
+
 def _thread_count_getter(lib: Any) -> Callable[[], int | None]:
     """``lib.num_threads``'s reading: OpenBLAS's own ``openblas_get_num_threads`` (ctypes, ~0.1
     µs) where threadpoolctl would call it (not OpenMP-threaded), else the property (~0.7 µs)."""
-    symbol = getattr(lib, "_get_symbol", None)
-    if lib.internal_api == "openblas" and getattr(lib, "threading_layer", None) != "openmp":
-        get = symbol("openblas_get_num_threads") if symbol is not None else None
-        if get is not None:
-            return get
-    return lambda: lib.num_threads
+    get = _openblas_symbol(lib, "openblas_get_num_threads")
+    return get if get is not None else (lambda: lib.num_threads)
+
+
+def _thread_count_setter(lib: Any) -> Callable[[int], object]:
+    """Set ``lib``'s thread count from any thread.
+
+    For a pthreads OpenBLAS this is its own ``openblas_set_num_threads``: threadpoolctl (3.6+)
+    lets only the first thread that set that process-wide count set it again and silently ignores
+    the others, so from a server's request threads its ``set_num_threads`` would do nothing (or
+    leave the count at one for good). The reference count here already keeps threads from
+    fighting over it. Any other library goes through threadpoolctl.
+    """
+    set_ = _openblas_symbol(lib, "openblas_set_num_threads")
+    return set_ if set_ is not None else lib.set_num_threads
+
+
+def _per_thread(lib: Any) -> bool:
+    """Whether ``lib``'s count is the calling thread's own (OpenBLAS on OpenMP: ``omp_set_num_threads``)."""
+    return lib.internal_api == "openblas" and getattr(lib, "threading_layer", None) == "openmp"
 
 
 @functools.cache
 def _blas_thread_counts() -> tuple[tuple[Any, Callable[[], int | None]], ...]:
     """(library, its thread-count reader) of every BLAS library, found once."""
     return tuple((lib, _thread_count_getter(lib)) for lib in _blas_libraries())
+
+
+@functools.cache
+def _blas_controls() -> tuple[
+    tuple[tuple[Callable[[], int | None], Callable[[int], object]], ...],
+    tuple[tuple[Callable[[], int | None], Callable[[int], object]], ...],
+]:
+    """(reader, setter) of the process-wide libraries, and of the per-thread ones, found once."""
+    shared, own = [], []
+    for lib, get in _blas_thread_counts():
+        (own if _per_thread(lib) else shared).append((get, _thread_count_setter(lib)))
+    return tuple(shared), tuple(own)
 
 
 class _SingleBlasThread:
@@ -67,12 +106,17 @@ class _SingleBlasThread:
         if here.depth:
             here.depth += 1
             return
+        shared, own = _blas_controls()
         with _lock:
             if _users == 0:
-                _restore = [(lib, n) for lib, get in _blas_thread_counts() if (n := get()) != 1]
-                for lib, _ in _restore:
-                    lib.set_num_threads(1)
+                _restore = [(set_, n) for get, set_ in shared if (n := get()) != 1]
+                for set_, _ in _restore:
+                    set_(1)
             _users += 1
+        if own:
+            here.own = tuple((set_, n) for get, set_ in own if (n := get()) != 1)
+            for set_, _ in here.own:
+                set_(1)
         here.depth = 1
 
     def __exit__(self, *exc: object) -> None:
@@ -81,11 +125,15 @@ class _SingleBlasThread:
         here.depth -= 1
         if here.depth:
             return
+        if here.own:
+            for set_, n in here.own:
+                set_(n)
+            here.own = ()
         with _lock:
             _users -= 1
             if _users == 0:
-                for lib, n in _restore:
-                    lib.set_num_threads(n)
+                for set_, n in _restore:
+                    set_(n)
                 _restore = []
 
 
@@ -93,10 +141,11 @@ def single_blas_thread() -> contextlib.AbstractContextManager[None]:
     """BLAS limited to one thread while any caller is inside; safe when chains run in threads.
 
     The limit is process-wide, so it is reference-counted: the first caller sets it and the
-    last one restores the original, whatever order the threads leave in. Only libraries not
-    already at one thread are set and restored, through their controllers directly (what
-    ``ThreadpoolController.limit`` does, without its survey of every library: ~1 µs, not ~9, a
-    fixed cost of every fit).
+    last one restores the original, whatever threads they are and whatever order they leave in
+    (a pthreads OpenBLAS through its own setter, see ``_thread_count_setter``; an OpenMP one,
+    whose count is per thread, is set and restored by each thread for itself). Only libraries
+    not already at one thread are set and restored, without ``ThreadpoolController.limit``'s
+    survey of every library: ~1 µs, not ~9, a fixed cost of every fit.
     """
     return _SingleBlasThread()
 

@@ -41,9 +41,7 @@ def test_the_counts_are_restored_after_an_exception_inside() -> None:
 
 
 def test_threads_inside_together_keep_the_limit_and_the_counts_come_back() -> None:
-    """Threads entering (nested) while this one is inside, leaving before it. (threadpoolctl 3.8
-    lets only the thread that set OpenBLAS's count first set it again, so this thread sets and
-    restores it.)"""
+    """Threads entering (nested) while this one is inside, leaving before it."""
     import threading
 
     np.ones((2, 2)) @ np.ones((2, 2))
@@ -75,4 +73,65 @@ def test_threads_inside_together_keep_the_limit_and_the_counts_come_back() -> No
         assert seen == [[1] * len(before)] * 2
         with single_blas_thread():  # every thread's depth back at 0: set again
             assert all(n == 1 for n in _blas_threads())
+        assert _blas_threads() == before
+
+
+def test_request_threads_get_one_thread_while_another_thread_holds_threadpoolctl() -> None:
+    """A server's request threads: each one's use sets one thread and restores the count, though
+    another live thread is threadpoolctl's controlling thread (threadpoolctl 3.6+ would silently
+    ignore their ``set_num_threads``: the limit did nothing there, or stayed on for good)."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    np.ones((2, 2)) @ np.ones((2, 2))
+    with threadpool_limits(limits=2, user_api="blas"):  # this thread now controls threadpoolctl
+        before = _blas_threads()
+        assert all(n == 2 for n in before)
+
+        one_at_a_time, names = threading.Lock(), set()
+
+        def request(_: int) -> tuple[list[int], list[int]]:
+            with one_at_a_time:
+                names.add(threading.current_thread().name)
+                with single_blas_thread():
+                    inside = _blas_threads()
+                return inside, _blas_threads()
+
+        with ThreadPoolExecutor(2) as pool:  # live threads, one request after another
+            seen = list(pool.map(request, range(6)))
+        assert len(names) == 2
+        assert seen == [([1] * len(before), before)] * 6
+        assert _blas_threads() == before
+
+
+def test_threads_leaving_in_any_order_restore_the_count_from_any_thread() -> None:
+    """The last thread out restores the count, whichever thread set it."""
+    import threading
+
+    np.ones((2, 2)) @ np.ones((2, 2))
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = _blas_threads()
+        first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+        seen: dict[str, list[int]] = {}
+
+        def first() -> None:
+            with single_blas_thread():
+                first_in.set()
+                second_in.wait()
+            first_out.set()
+
+        def second() -> None:
+            first_in.wait()
+            with single_blas_thread():
+                second_in.set()
+                first_out.wait()
+                seen["after the first left"] = _blas_threads()
+            seen["after both"] = _blas_threads()
+
+        threads = [threading.Thread(target=first), threading.Thread(target=second)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert seen == {"after the first left": [1] * len(before), "after both": before}
         assert _blas_threads() == before
