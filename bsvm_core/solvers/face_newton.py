@@ -26,6 +26,8 @@ Q_FF's constant part y_F y_Fᵀ adds nothing on the face, and the step moves F =
 
 from __future__ import annotations
 
+import math
+from collections.abc import MutableSequence, Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -72,6 +74,36 @@ def newton_wait(k: int, taken: bool) -> int:
     ``NEWTON_FLOPS_PER_STEP`` (its Cholesky's cost in SMO steps), twice after a refused one."""
     wait = 1 + k**3 // NEWTON_FLOPS_PER_STEP
     return wait if taken else 2 * wait
+
+
+def apply_newton_step(
+    step: tuple[np.ndarray, np.ndarray, int],
+    alpha: list[float],
+    free: list[int],
+    grad: np.ndarray,
+    up: MutableSequence[float],
+    low: MutableSequence[float],
+    y: Sequence[float] | bytes,
+    C: float,
+) -> None:
+    """Move SMO's state by a face Newton step ``step`` (:func:`face_newton_step`'s result on the
+    points ``free``): α_F ← new α_F, F += ΔF, and the points left at a bound (the blocking one,
+    others by rounding) out of I_up (y_t > 0 at C, y_t < 0 at 0: up_t ← −inf) or I_low (low_t ←
+    +inf).
+
+    ``grad`` holds F in its last axis (``smo``: F; ``smo_distances``: [U; L], whose ±inf stay);
+    ``up`` and ``low`` are I_up's and I_low's penalties (``smo``) or U and L (``smo_distances``);
+    ``y`` is read by sign (the targets, or ``smo_distances``' bytes 1 / 0)."""
+    grad += step[1]
+    inf = math.inf
+    for p, a in zip(free, step[0].tolist(), strict=True):
+        alpha[p] = a
+        if 0.0 < a < C:
+            continue
+        if (y[p] > 0) == (a >= C):
+            up[p] = -inf
+        else:
+            low[p] = inf
 
 
 FORTRAN_GATHER_FROM = 23

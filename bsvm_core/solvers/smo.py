@@ -25,7 +25,7 @@ from operator import itemgetter
 import numpy as np
 from scipy.linalg.blas import daxpy
 
-from .face_newton import NEWTON_STREAK, face_newton_step, newton_wait
+from .face_newton import NEWTON_STREAK, apply_newton_step, face_newton_step, newton_wait
 from .kernel_cache import DenseKernelRows, KernelRowCache, RowFunction
 
 TAU = 1e-12
@@ -280,8 +280,7 @@ def smo_solve(
                 step = face_newton_step(D[free], free, y[free], a_F, F[free] + shift, C)
             newton_at = n_iter + newton_wait(len(listed), step is not None)
             if step is not None:
-                F += step[1]
-                _newton_sets(alpha, up_pen, low_pen, listed, ys, step[0].tolist(), C)
+                apply_newton_step(step, alpha, listed, F, up_pen, low_pen, ys, C)
                 n_iter += 1
                 if n_iter == stop_at and stop_if is not None and stop_if[1](np.array(alpha)):
                     break
@@ -371,25 +370,3 @@ def smo_solve(
         n_kernel_rows=before[1] + cache.n_computed - rows_before,
         grad=F,
     )
-
-
-def _newton_sets(
-    alpha: list[float],
-    up_pen: np.ndarray,
-    low_pen: np.ndarray,
-    free: list[int],
-    y: list[float],
-    a_F: list[float],
-    C: float,
-) -> None:
-    """α_F ← a_F after a face Newton step, and the points that reached a bound out of I_up or
-    I_low (the penalties' 0 → ∓inf, as SMO's step sets them)."""
-    inf = math.inf
-    for p, a in zip(free, a_F, strict=True):
-        alpha[p] = a
-        if 0.0 < a < C:
-            continue
-        if (y[p] > 0.0) == (a >= C):  # y = +1 at C or y = −1 at 0: out of I_up
-            up_pen[p] = -inf
-        else:
-            low_pen[p] = inf

@@ -45,7 +45,6 @@ went on along the face, ``face_newton.CONTINUE_FROM``), the same stopping rule.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from operator import itemgetter
 from struct import pack_into
@@ -55,7 +54,7 @@ import numpy as np
 from scipy.linalg.blas import daxpy
 
 from ..workspace import Empty
-from .face_newton import NEWTON_STREAK, face_newton_step, newton_wait
+from .face_newton import NEWTON_STREAK, apply_newton_step, face_newton_step, newton_wait
 from .smo import SMOResult, default_max_iter, dual_objective, intercept_rule
 
 WHOLE_INVERSE_MAX_ROWS = 200
@@ -138,7 +137,8 @@ def smo_solve_distances(
         G = np.empty(n2)
         G[:n] = np.where((pos & (a0 < C)) | (~pos & (a0 > 0.0)), F, -inf)  # F on I_up
         G[n:] = np.where((pos & (a0 > 0.0)) | (~pos & (a0 < C)), F, inf)  # F on I_low
-    U, L = G[:n], G[n:]  # one daxpy a row of W = [D | D] moves both
+    UL = G.reshape(2, n)  # rows U and L: one daxpy a row of W = [D | D] moves both
+    U, L = UL
     # y_t > 0 as 1 or 0 by index (bytes: no float objects made; ±1 products as signs below)
     positive = (y > 0.0).tobytes()
     keep_rows = n if max_inverse_rows is None else max_inverse_rows
@@ -190,7 +190,7 @@ def smo_solve_distances(
                 newton_at = n_iter + newton_wait(k, False)
             else:
                 newton_at = n_iter + newton_wait(k, True)
-                _apply_newton(alpha, U, L, listed, positive, step[0].tolist(), step[1], C)
+                apply_newton_step(step, alpha, listed, UL, U, L, positive, C)
                 n_iter += 1
                 if n_iter == stop_at and stop_if is not None and stop_if[1](np.array(alpha)):
                     break
@@ -311,32 +311,3 @@ def smo_solve_distances(
         n_kernel_rows=before[1],
         grad=F,
     )
-
-
-def _apply_newton(
-    alpha: list[float],
-    U: np.ndarray,
-    L: np.ndarray,
-    free: list[int],
-    positive: bytes,
-    a_F: list[float],
-    dF: np.ndarray,
-    C: float,
-) -> None:
-    """Move SMO's state by a face Newton step: α_F ← a_F, F += ΔF over U and L (±inf stay), and
-    the points that reached a bound (the blocking one; others only by rounding) out of I_up or
-    I_low. ``positive[t]`` is 1 where y_t > 0, else 0."""
-    U += dF
-    L += dF
-    inf = math.inf
-    for p, a in zip(free, a_F, strict=True):
-        alpha[p] = a
-        if 0.0 < a < C:
-            continue
-        up = positive[p]
-        if a >= C:
-            U[p] = -inf if up else U[p]
-            L[p] = L[p] if up else inf
-        else:  # α_p = 0
-            U[p] = U[p] if up else -inf
-            L[p] = inf if up else L[p]

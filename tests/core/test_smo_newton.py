@@ -14,8 +14,9 @@ from sklearn.svm import SVC
 
 from bsvm_core import KernelSVM, kernel_dual, kernel_matrices
 from bsvm_core.solvers import smo
+from bsvm_core.solvers.face_newton import apply_newton_step
 from bsvm_core.solvers.kernel_cache import DenseKernelRows, KernelRowCache
-from bsvm_core.solvers.smo import _newton_sets, smo_solve
+from bsvm_core.solvers.smo import smo_solve
 from bsvm_core.solvers.smo_distances import smo_solve_distances
 
 from .test_smo import clarabel_dual
@@ -98,7 +99,8 @@ def test_sets_after_a_newton_step(y_p: float) -> None:
     C = 2.0
     alpha = [1.0, 1.0, 1.0]
     up, low = np.zeros(3), np.zeros(3)
-    _newton_sets(alpha, up, low, [0, 1, 2], [y_p] * 3, [0.0, 0.5, C], C)
+    step = (np.array([0.0, 0.5, C]), np.zeros(3), 0)
+    apply_newton_step(step, alpha, [0, 1, 2], np.zeros(3), up, low, [y_p] * 3, C)
     assert alpha == [0.0, 0.5, C]
     # y = +1: I_up is α < C, I_low α > 0; y = −1 the reverse
     at_zero, at_c = (up[0], low[0]), (up[2], low[2])
@@ -107,6 +109,33 @@ def test_sets_after_a_newton_step(y_p: float) -> None:
         assert at_zero == (0.0, inf) and at_c == (-inf, 0.0)
     else:
         assert at_zero == (-inf, 0.0) and at_c == (0.0, inf)
+
+
+@pytest.mark.parametrize("y_p", [1.0, -1.0])
+def test_newton_step_on_u_and_l_moves_f_and_sets_as_on_penalties(y_p: float) -> None:
+    """``smo_distances``' state (G = [U | L], F inside the sets, y as bytes) after a step: F moves
+    by ΔF where finite, ±inf stay, and the sets are those of the penalties' state (``smo``)."""
+    inf = math.inf
+    C = 2.0
+    F = np.array([0.25, -0.5, 1.0, 3.0])
+    step = (np.array([0.0, 0.5, C]), np.array([1.0, 2.0, -4.0, 8.0]), 0)
+    free = [0, 1, 2]
+    G = np.concatenate((F, F))
+    G[3], G[7] = -inf, inf  # point 3 outside both sets
+    alpha = [1.0, 1.0, 1.0, 0.0]
+    UL = G.reshape(2, 4)
+    U, L = UL
+    positive = bytes([y_p > 0] * 4)
+    apply_newton_step(step, alpha, free, UL, U, L, positive, C)
+    grad = F.copy()
+    up, low = np.zeros(4), np.zeros(4)
+    up[3], low[3] = -inf, inf
+    alpha_pen = [1.0, 1.0, 1.0, 0.0]
+    apply_newton_step(step, alpha_pen, free, grad, up, low, [y_p] * 4, C)
+    assert alpha == alpha_pen == [0.0, 0.5, C, 0.0]
+    assert grad.tolist() == [1.25, 1.5, -3.0, 11.0]
+    assert U.tolist() == np.where(up == 0.0, grad, -inf).tolist()
+    assert L.tolist() == np.where(low == 0.0, grad, inf).tolist()
 
 
 @pytest.mark.parametrize("C", [1.0, 10.0, 100.0])
