@@ -80,7 +80,7 @@ def apply_newton_step(
     step: tuple[np.ndarray, np.ndarray, int],
     alpha: list[float],
     free: list[int],
-    grad: np.ndarray,
+    grads: tuple[np.ndarray, ...],
     up: MutableSequence[float],
     low: MutableSequence[float],
     y: Sequence[float] | bytes,
@@ -91,10 +91,13 @@ def apply_newton_step(
     others by rounding) out of I_up (y_t > 0 at C, y_t < 0 at 0: up_t ← −inf) or I_low (low_t ←
     +inf).
 
-    ``grad`` holds F in its last axis (``smo``: F; ``smo_distances``: [U; L], whose ±inf stay);
-    ``up`` and ``low`` are I_up's and I_low's penalties (``smo``) or U and L (``smo_distances``);
-    ``y`` is read by sign (the targets, or ``smo_distances``' bytes 1 / 0)."""
-    grad += step[1]
+    ``grads`` are the arrays that hold F (``smo``: F; ``smo_distances``: U and L, whose ±inf
+    stay; two adds, not one broadcast over [U; L]: ~0.4 µs less); ``up`` and ``low`` are I_up's
+    and I_low's penalties (``smo``) or U and L (``smo_distances``); ``y`` is read by sign (the
+    targets, or ``smo_distances``' bytes 1 / 0)."""
+    dF = step[1]
+    for grad in grads:
+        grad += dF
     inf = math.inf
     for p, a in zip(free, step[0].tolist(), strict=True):
         alpha[p] = a

@@ -280,7 +280,7 @@ def smo_solve(
                 step = face_newton_step(D[free], free, y[free], a_F, F[free] + shift, C)
             newton_at = n_iter + newton_wait(len(listed), step is not None)
             if step is not None:
-                apply_newton_step(step, alpha, listed, F, up_pen, low_pen, ys, C)
+                apply_newton_step(step, alpha, listed, (F,), up_pen, low_pen, ys, C)
                 n_iter += 1
                 if n_iter == stop_at and stop_if is not None and stop_if[1](np.array(alpha)):
                     break

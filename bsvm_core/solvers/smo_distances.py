@@ -137,8 +137,7 @@ def smo_solve_distances(
         G = np.empty(n2)
         G[:n] = np.where((pos & (a0 < C)) | (~pos & (a0 > 0.0)), F, -inf)  # F on I_up
         G[n:] = np.where((pos & (a0 > 0.0)) | (~pos & (a0 < C)), F, inf)  # F on I_low
-    UL = G.reshape(2, n)  # rows U and L: one daxpy a row of W = [D | D] moves both
-    U, L = UL
+    U, L = G[:n], G[n:]  # one daxpy a row of W = [D | D] moves both
     # y_t > 0 as 1 or 0 by index (bytes: no float objects made; ±1 products as signs below)
     positive = (y > 0.0).tobytes()
     keep_rows = n if max_inverse_rows is None else max_inverse_rows
@@ -190,7 +189,7 @@ def smo_solve_distances(
                 newton_at = n_iter + newton_wait(k, False)
             else:
                 newton_at = n_iter + newton_wait(k, True)
-                apply_newton_step(step, alpha, listed, UL, U, L, positive, C)
+                apply_newton_step(step, alpha, listed, (U, L), U, L, positive, C)
                 n_iter += 1
                 if n_iter == stop_at and stop_if is not None and stop_if[1](np.array(alpha)):
                     break

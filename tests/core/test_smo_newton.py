@@ -100,7 +100,7 @@ def test_sets_after_a_newton_step(y_p: float) -> None:
     alpha = [1.0, 1.0, 1.0]
     up, low = np.zeros(3), np.zeros(3)
     step = (np.array([0.0, 0.5, C]), np.zeros(3), 0)
-    apply_newton_step(step, alpha, [0, 1, 2], np.zeros(3), up, low, [y_p] * 3, C)
+    apply_newton_step(step, alpha, [0, 1, 2], (np.zeros(3),), up, low, [y_p] * 3, C)
     assert alpha == [0.0, 0.5, C]
     # y = +1: I_up is α < C, I_low α > 0; y = −1 the reverse
     at_zero, at_c = (up[0], low[0]), (up[2], low[2])
@@ -123,15 +123,14 @@ def test_newton_step_on_u_and_l_moves_f_and_sets_as_on_penalties(y_p: float) -> 
     G = np.concatenate((F, F))
     G[3], G[7] = -inf, inf  # point 3 outside both sets
     alpha = [1.0, 1.0, 1.0, 0.0]
-    UL = G.reshape(2, 4)
-    U, L = UL
+    U, L = G[:4], G[4:]
     positive = bytes([y_p > 0] * 4)
-    apply_newton_step(step, alpha, free, UL, U, L, positive, C)
+    apply_newton_step(step, alpha, free, (U, L), U, L, positive, C)
     grad = F.copy()
     up, low = np.zeros(4), np.zeros(4)
     up[3], low[3] = -inf, inf
     alpha_pen = [1.0, 1.0, 1.0, 0.0]
-    apply_newton_step(step, alpha_pen, free, grad, up, low, [y_p] * 4, C)
+    apply_newton_step(step, alpha_pen, free, (grad,), up, low, [y_p] * 4, C)
     assert alpha == alpha_pen == [0.0, 0.5, C, 0.0]
     assert grad.tolist() == [1.25, 1.5, -3.0, 11.0]
     assert U.tolist() == np.where(up == 0.0, grad, -inf).tolist()
