@@ -144,7 +144,7 @@ class SVMClassifierBase(ClassifierMixin, BaseEstimator):
             members = y_idx == np.arange(self.classes_.size)[:, None]  # each class's rows, once
             targets = [problem_targets(y_idx, p, members) for p in self.binary_problems_]
         joint = self._fit_jointly(X, targets)
-        # kept: through the loop below, 3-class joint fits cost +25-34k instructions (0.4-0.9 %)
+        # kept: through the loop below, 3-class joint fits cost +25-30k instructions (0.3-0.9 %)
         if joint is not None and not probability:  # every model made, no fold to fit, no seed
             self.binary_models_, self.platt_ = joint, None  # drawn (nothing takes them)
             self._after_fit(X, y_idx)

@@ -24,10 +24,11 @@ product by y_t = ±1 is a sign), and the fixed cost of a solve is fewer calls: t
 one ``where``, α out by ``struct.pack_into`` (``np.array`` of a list costs ~40 ns a value), the
 intercept's free points as U ≥ L. Wine's fit 34-75 µs less CPU, moons(400) 62-161 µs (issue 27),
 the same bits. A Newton step's α_F is packed from the list into an array (callgrind: 0.7 %
-fewer instructions on wine's pairs at C = 10, 0.4 % on moons(400)). Its α written back stays a
-Python loop: ``map(alpha.__setitem__, …)`` drained by a ``deque`` cost 2.5 % / 1.0 % more (Python
-3.11: a loop's list store is cheaper than a slot wrapper's call), the loop without the bound test
-plus ``min`` and ``max`` of α_F 1.0 % / 0.4 % more.
+fewer instructions on wine's pairs at C = 10, 0.4 % on moons(400)). Its α written back
+(:func:`.face_newton.apply_newton_step`, shared with ``smo``) stays a Python loop:
+``map(alpha.__setitem__, …)`` drained by a ``deque`` cost 2.5 % / 1.0 % more (Python 3.11: a loop's
+list store is cheaper than a slot wrapper's call), the loop without the bound test plus ``min`` and
+``max`` of α_F 1.0 % / 0.4 % more.
 
 With ``rows`` a problem on some rows (a one-vs-one pair) runs on the [D | D] of all rows, the
 others kept out of both sets: no block is copied (wine: 6 ``take`` of ~10 µs a fit), and rows of
