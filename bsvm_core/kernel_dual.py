@@ -53,9 +53,16 @@ semi-definite kernel, no max_iter) start with a short SMO probe and may go on wi
 active-set solver (``solvers.active_set``). Measured on make_classification(n, 20): 1.2-1.7x faster
 than SMO below 1000 rows, even at 1500, slower from 2000 (the Cholesky of a large free set)."""
 
-ACTIVE_SET_MIN_ROWS = 200
+ACTIVE_SET_MIN_ROWS = 250
 """Smaller problems stay with SMO: it finishes them in about 1 ms, a few active-set rounds' fixed
-cost (measured on wine pairs, 130 rows: 1.1-1.2x slower with the active sets)."""
+cost (measured on wine pairs, 130 rows: 1.1-1.2x slower with the active sets). Was 200; with
+face Newton steps on [D | D] (``DOUBLED_PROBE_MAX_ROWS``) SMO alone won from 200 to 249 rows too.
+KernelSVM / SVC fit CPU, 250 over 200, median of 9 fits in shuffled order in one process (load
+2-5 on 2 cores; a second copy of the 200 rule 1.02-1.04), make_classification with 2-4 classes,
+problems of 200-249 rows, d = 8 / 13 / 20 / 30, flip_y 0 / 0.2, C = 0.1 / 1 / 10 / 100: 160 sets
+x C, medians 0.96 / 0.96 / 0.90 / 0.93 by C, 3 classes of 356 rows at C = 10 1.36x SVC → 1.09x;
+the active sets keep their lead only on noisy sets at C ≥ 10 (d = 13, flip_y 0.2: 1.08-1.18x
+here, e.g. 3 classes of 356 rows at C = 100 0.96x SVC → 1.09x)."""
 
 ACTIVE_SET_MIN_FEATURES = 8
 """Problems whose centred features span fewer dimensions (:func:`rank_at_least`) stay with SMO: the

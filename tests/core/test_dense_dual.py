@@ -228,14 +228,14 @@ def test_shared_matrix_with_the_filled_inverse_meets_rows_made_as_needed(monkeyp
 
 @pytest.mark.parametrize(
     ("seed", "C", "active_sets"),
-    [(0, 0.1, None), (0, 1.0, None), (1, 10.0, False), (0, 10.0, True), (0, 100.0, True)],
+    [(0, 0.1, None), (0, 1.0, None), (0, 10.0, False), (1, 10.0, True), (0, 100.0, True)],
 )
 def test_probe_on_the_doubled_matrix(monkeypatch, seed, C, active_sets) -> None:
     """A problem of a few hundred rows that starts with the active sets' probe runs it on
     [D | D]: SMO goes on there when it does not hand over (C = 0.1, 1), resumes there when the
-    active sets give up (seed 1, C = 10), and the active sets read D's rows from it. Each reaches
+    active sets give up (seed 0, C = 10), and the active sets read D's rows from it. Each reaches
     the exact optimum and an objective at least as low as the probe on D (within 1e-7 of it)."""
-    X, y = data(seed=seed)
+    X, y = data(n=300, seed=seed)
     assert kernel_dual.doubled_probe_applies(y.size, X.shape[1], "rbf", C, None, 200.0)
     assert not kernel_dual.doubled_applies(y.size, X.shape[1], "rbf", C, None, 200.0)
     doubled, handed = [], []
@@ -273,7 +273,9 @@ def test_when_the_probe_runs_on_the_doubled_matrix() -> None:
     assert top <= kernel_dual.DOUBLED_MAX_ROWS
     assert kernel_dual.doubled_probe_applies(top, 10, "rbf", 1.0, None, 200.0)
     assert not kernel_dual.doubled_probe_applies(top + 1, 10, "rbf", 1.0, None, 200.0)
-    assert not kernel_dual.doubled_probe_applies(199, 10, "rbf", 1.0, None, 200.0)  # SMO alone
+    low = kernel_dual.ACTIVE_SET_MIN_ROWS
+    assert kernel_dual.doubled_probe_applies(low, 10, "rbf", 1.0, None, 200.0)
+    assert not kernel_dual.doubled_probe_applies(low - 1, 10, "rbf", 1.0, None, 200.0)  # SMO alone
     assert not kernel_dual.doubled_probe_applies(300, 5, "rbf", 1.0, None, 200.0)  # SMO alone
     assert not kernel_dual.doubled_probe_applies(300, 10, "poly", 1.0, None, 200.0)
     assert not kernel_dual.doubled_probe_applies(300, 10, "rbf", np.inf, None, 200.0)
