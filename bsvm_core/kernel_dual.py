@@ -138,7 +138,7 @@ SMO goes on there when the probe does not hand over (small C, or features of low
 ``smo_distances``' cheaper steps and its Newton steps on faces of any size (``smo.smo_solve`` stops
 at ``smo.NEWTON_MAX_FREE`` = 100 free points: make_classification(n, 8, 5 informative,
 flip_y=0.2) at C = 100 took 6,000-7,000 steps on D, 400-800 here). KernelSVM / SVC fit CPU, new rule
-over old, median of 9 fits in shuffled order in one process, 120 sets x C (make_classification,
+over old, median of 9 fits in shuffled order in one process, 192 sets x C (make_classification,
 2-4 classes, pairs of 125-500 rows, d = 8 / 13 / 30, flip_y 0 / 0.2; load 2-5 on 2 cores; a
 second copy of the old rule 0.97-1.18, median 1.02): C = 0.1 median 0.89 (0.81-1.06), C = 1 0.87
 (0.65-1.02), C = 10 1.01 (0.80-1.07), C = 100 1.01 (0.25-1.08); pairs of ~350 rows at C = 100,
