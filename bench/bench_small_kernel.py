@@ -36,7 +36,8 @@ from .common import _rss_bytes
 
 
 def _sets() -> Iterator[tuple[str, np.ndarray, np.ndarray]]:
-    """The issue's sets (11 and 27), then other small ones: 3 and 10 classes, 2 features, noisy labels."""
+    """The issue's sets (11 and 27), then other small ones: 3 and 10 classes, 3 classes past the
+    shared matrix's 300 rows (pairs of ~240 and ~470 rows), 2 features, noisy labels."""
     yield "breast cancer", *load_breast_cancer(return_X_y=True)
     yield "digits (10 classes)", *load_digits(return_X_y=True)
     yield "wine (3 classes)", *load_wine(return_X_y=True)
@@ -45,6 +46,11 @@ def _sets() -> Iterator[tuple[str, np.ndarray, np.ndarray]]:
         1000, 16, n_informative=8, n_classes=10, n_clusters_per_class=1, flip_y=0.05, random_state=0
     )
     yield "make_classification(1000, 16, 10 classes)", X, y
+    for n in (356, 700):  # one-vs-one pairs of ~240 and ~470 rows: past the shared matrix's sets
+        X, y = make_classification(
+            n, 13, n_informative=8, n_classes=3, n_clusters_per_class=1, random_state=0
+        )
+        yield f"make_classification({n}, 13, 3 classes)", X, y
     for n in (300, 800, 1400, 3000):
         X, y = make_classification(n, 20, n_informative=10, flip_y=0.2, random_state=0)
         yield f"make_classification({n}, 20, flip_y=0.2)", X, y

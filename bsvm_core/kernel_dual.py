@@ -4,7 +4,8 @@ A binary problem goes to batched working sets (``solvers.batched_smo``) from ``B
 rows, else to an SMO probe that may hand over to primal-dual active sets (``solvers.active_set``),
 else to SMO alone (``solvers.smo``); up to ``DENSE_MAX_ROWS`` rows on a whole kernel matrix
 (``kernel_matrices``), beyond on rows cached as they are needed. rbf problems with finite C up to
-``DOUBLED_MAX_ROWS`` rows run their SMO on [D | D] (``solvers.smo_distances``); on either, with a
+``DOUBLED_MAX_ROWS`` rows run their SMO on [D | D] (``solvers.smo_distances``), up to
+``DOUBLED_PROBE_MAX_ROWS`` rows the active sets' probe too; on either, with a
 whole rbf matrix and finite C, Newton steps on the free face (``solvers.face_newton``) join
 SMO's. Many one-vs-one rbf problems at once go to ``solvers.lockstep_smo`` over each problem's
 block of one kernel matrix of all rows (``solvers.lockstep_blocks``), with the same hand-over to
@@ -52,9 +53,16 @@ semi-definite kernel, no max_iter) start with a short SMO probe and may go on wi
 active-set solver (``solvers.active_set``). Measured on make_classification(n, 20): 1.2-1.7x faster
 than SMO below 1000 rows, even at 1500, slower from 2000 (the Cholesky of a large free set)."""
 
-ACTIVE_SET_MIN_ROWS = 200
+ACTIVE_SET_MIN_ROWS = 250
 """Smaller problems stay with SMO: it finishes them in about 1 ms, a few active-set rounds' fixed
-cost (measured on wine pairs, 130 rows: 1.1-1.2x slower with the active sets)."""
+cost (measured on wine pairs, 130 rows: 1.1-1.2x slower with the active sets). Was 200; with
+face Newton steps on [D | D] (``DOUBLED_PROBE_MAX_ROWS``) SMO alone won from 200 to 249 rows too.
+KernelSVM / SVC fit CPU, 250 over 200, median of 9 fits in shuffled order in one process (load
+2-5 on 2 cores; a second copy of the 200 rule 1.02-1.04), make_classification with 2-4 classes,
+problems of 200-249 rows, d = 8 / 13 / 20 / 30, flip_y 0 / 0.2, C = 0.1 / 1 / 10 / 100: 160 sets
+x C, medians 0.96 / 0.96 / 0.90 / 0.93 by C, 3 classes of 356 rows at C = 10 1.36x SVC → 1.09x;
+the active sets keep their lead only on noisy sets at C ≥ 10 (d = 13, flip_y 0.2: 1.08-1.18x
+here, e.g. 3 classes of 356 rows at C = 100 0.96x SVC → 1.09x)."""
 
 ACTIVE_SET_MIN_FEATURES = 8
 """Problems whose centred features span fewer dimensions (:func:`rank_at_least`) stay with SMO: the
@@ -122,6 +130,25 @@ make_classification(300, 5) 0.96-1.00 / 0.98-1.00 / 1.00-1.08, (300, 7) 0.92-1.0
 moons(200) 0.972 / 0.987 (C = 1 / 10), moons(300) 1.013 at C = 1. A win of 1-3 % up to ~200 rows
 only, and not the same bits: of 300 random problems one (305 rows, 4 classes, its pairs alone)
 moved its decision values by 2e-11 (float32 R broke a near tie of WSS3's j): not taken."""
+
+DOUBLED_PROBE_MAX_ROWS = 400
+"""rbf problems up to this many rows (and ``DOUBLED_MAX_ROWS``) that start with the active sets'
+probe (:func:`active_sets_apply`) run it, and SMO after it, on [D | D] (:func:`_probe_doubled`):
+SMO goes on there when the probe does not hand over (small C, or features of low rank), with
+``smo_distances``' cheaper steps and its Newton steps on faces of any size (``smo.smo_solve`` stops
+at ``smo.NEWTON_MAX_FREE`` = 100 free points: make_classification(n, 8, 5 informative,
+flip_y=0.2) at C = 100 took 6,000-7,000 steps on D, 400-800 here). KernelSVM / SVC fit CPU, new rule
+over old, median of 9 fits in shuffled order in one process, 192 sets x C (make_classification,
+2-4 classes, pairs of 125-500 rows, d = 8 / 13 / 30, flip_y 0 / 0.2; load 2-5 on 2 cores; a
+second copy of the old rule 0.97-1.18, median 1.02): C = 0.1 median 0.89 (0.81-1.06), C = 1 0.87
+(0.65-1.02), C = 10 1.01 (0.80-1.07), C = 100 1.01 (0.25-1.08); pairs of ~350 rows at C = 100,
+d = 8, flip_y 0.2: 4.4x SVC → 1.1x. A probe that hands over (C ≥ 10) pays for the larger fill
+what its cheaper steps save. Up to 500 rows (one-vs-one pairs of 470-500) the same also closed
+those at 470-500 rows (5.6x → 1.3x) but cost 1.13-1.15x where the probe hands over (the fill of
+[D | D] ~0.25 ms more at 500 rows), probing on D and copying to [D | D] only when SMO goes on
+1.1-1.26x on easy sets at C ≤ 1 (the copy, 0.3 ms): not taken. A longer probe on [D | D] (n // 6,
+4, 3 steps) did not win on balance. Not on the shared matrix of ``solve_on_shared_matrix`` (its
+pairs take their blocks)."""
 
 BATCHED_MIN_ROWS = 8000
 """Binary problems with at least this many rows use the batched working-set solver; smaller ones
@@ -199,19 +226,36 @@ def active_sets_apply(n: int, d: int, C: float, max_iter: int | None, kernel: An
     )
 
 
-def doubled_applies(
-    n: int, d: int, kernel: Any, C: float, max_iter: int | None, cache_mb: float
-) -> bool:
-    """Whether a problem of n rows and d features is solved on [D | D] by
-    ``solvers.smo_distances``: rbf, finite C, :func:`dense_applies`, SMO alone (not
-    :func:`active_sets_apply`), n ≤ ``DOUBLED_MAX_ROWS`` and the 16 n² bytes within cache_mb."""
+def doubled_fits(n: int, kernel: Any, C: float, cache_mb: float) -> bool:
+    """Whether a problem of n rows may run its SMO on [D | D] (``solvers.smo_distances``): rbf,
+    finite C, :func:`dense_applies`, n ≤ ``DOUBLED_MAX_ROWS`` and the 16 n² bytes within
+    cache_mb."""
     return (
         kernel == "rbf"
         and dense_applies(n, kernel, cache_mb)
         and math.isfinite(C)
         and n <= DOUBLED_MAX_ROWS
         and 16 * n * n <= cache_mb * 2**20
-        and not active_sets_apply(n, d, C, max_iter, kernel)
+    )
+
+
+def doubled_applies(
+    n: int, d: int, kernel: Any, C: float, max_iter: int | None, cache_mb: float
+) -> bool:
+    """Whether a problem of n rows and d features is solved on [D | D] by
+    ``solvers.smo_distances`` alone: :func:`doubled_fits`, not :func:`active_sets_apply`."""
+    return doubled_fits(n, kernel, C, cache_mb) and not active_sets_apply(n, d, C, max_iter, kernel)
+
+
+def doubled_probe_applies(
+    n: int, d: int, kernel: Any, C: float, max_iter: int | None, cache_mb: float
+) -> bool:
+    """Whether a problem of n rows and d features probes on [D | D] (:func:`_probe_doubled`):
+    :func:`doubled_fits`, :func:`active_sets_apply` and n ≤ ``DOUBLED_PROBE_MAX_ROWS``."""
+    return (
+        n <= DOUBLED_PROBE_MAX_ROWS
+        and doubled_fits(n, kernel, C, cache_mb)
+        and active_sets_apply(n, d, C, max_iter, kernel)
     )
 
 
@@ -239,6 +283,9 @@ def solve_dual(
         if doubled_applies(n, X.shape[1], kernel, C, max_iter, cache_mb):  # SMO alone
             W = dense_kernel_matrix(X, kernel, kw, empty, doubled=True)
             return _smo_doubled(W, y_pm, C, common, empty)
+        if doubled_probe_applies(n, X.shape[1], kernel, C, max_iter, cache_mb):
+            W = dense_kernel_matrix(X, kernel, kw, empty, doubled=True)
+            return _probe_doubled(X, W, y_pm, C, common, empty)
         M = (
             dense_kernel_matrix(X, kernel, kw, empty)
             if dense_applies(n, kernel, cache_mb)
@@ -411,6 +458,47 @@ def _solve_small(
     if isinstance(cache, DenseKernelRows):
         res.n_kernel_rows = n  # each row computed once, in the matrix
     return res
+
+
+def _probe_doubled(
+    X: np.ndarray,
+    W: np.ndarray,
+    y_pm: np.ndarray,
+    C: float,
+    common: dict[str, Any],
+    empty: Empty,
+) -> SMOResult:
+    """:func:`_solve_small`'s probe and active sets with SMO on W = [D | D] of X's rows
+    (:func:`_smo_doubled`): the probe, SMO on in the same run when it does not hand over, and
+    SMO resumed when the active sets give up. The active sets read row t of D as row 2t of W
+    seen as 2n × n (contiguous: ``take`` of the strided left half copies all of it first)."""
+    n = y_pm.size
+    hand_over = (max(1, n // PROBE_FRACTION), functools.partial(_hand_over, X=X, C=C))
+    probe = _smo_doubled(W, y_pm, C, common, empty, stop_if=hand_over)
+    if probe.converged:
+        return probe
+    twice = matrix_block(W.reshape(2 * n, n), True)
+
+    def block(idx: np.ndarray, out: np.ndarray, cols: np.ndarray | None = None) -> None:
+        """K[idx][:, cols] from D's rows in W."""
+        twice(2 * idx, out, cols)
+
+    sets = active_set_solve(
+        block,
+        np.ones(n),
+        y_pm,
+        C,
+        tol=common["tol"],
+        cache_mb=max(common["cache_mb"] - W.nbytes / 2**20, 0.0),
+        block_dtype=np.float64,
+        start=probe,
+        empty=empty,
+    )
+    if sets is None:
+        return _smo_doubled(W, y_pm, C, common, empty, start=probe)
+    sets.n_iter += probe.n_iter
+    sets.n_kernel_rows = n  # each row computed once, in the matrix
+    return sets
 
 
 def _smo_doubled(

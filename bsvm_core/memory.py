@@ -13,7 +13,12 @@ from typing import Any
 
 from .bayesian_svm import BayesianSVM
 from .exceptions import BsvmValueError
-from .kernel_dual import ACTIVE_SET_MAX_ROWS, DENSE_MAX_ROWS, lockstep_applies
+from .kernel_dual import (
+    ACTIVE_SET_MAX_ROWS,
+    DENSE_MAX_ROWS,
+    DOUBLED_PROBE_MAX_ROWS,
+    lockstep_applies,
+)
 from .kernel_svm import KernelSVM
 from .lda import LDA
 from .linear_svm import LinearSVM
@@ -103,7 +108,9 @@ def estimate_fit_bytes(estimator: Any, n_samples: int, n_features: int, n_classe
     Counts validated and standardised copies of X (3 n d float64), KernelSVM's kernel rows
     (within ``cache_mb``, one binary problem at a time: float32 rows of at most n entries, or up
     to ``DENSE_MAX_ROWS`` rows a float64 matrix, with the active sets' kept rows and their
-    gathering buffer below ``ACTIVE_SET_MAX_ROWS``: up to 24 n² bytes; one-vs-one fits that
+    gathering buffer below ``ACTIVE_SET_MAX_ROWS``: up to 24 n² bytes, 40 n² up to
+    ``kernel_dual.DOUBLED_PROBE_MAX_ROWS`` (the probe's [D | D] and the rows of D^(−1/2) of an SMO
+    resumed after the active sets); one-vs-one fits that
     ``kernel_dual.lockstep_applies`` takes: a float32 matrix and the problems' float32 blocks
     (``solvers.lockstep_blocks``), (12 − 8/K) n² on K balanced classes, more on skewed ones
     but then as many blocks at a time as ``cache_mb`` holds: 12 n² within ``cache_mb``) and
@@ -116,6 +123,8 @@ def estimate_fit_bytes(estimator: Any, n_samples: int, n_features: int, n_classe
     if isinstance(estimator, KernelSVM):
         # dense matrix (8 n²) and, below ACTIVE_SET_MAX_ROWS, kept rows and their gathering buffer
         rows = (24 if n < ACTIVE_SET_MAX_ROWS else 8 if n <= DENSE_MAX_ROWS else 4) * n * n
+        if n <= DOUBLED_PROBE_MAX_ROWS:  # [D | D], kept rows, their buffer, rows of D^(−1/2)
+            rows = 40 * n * n
         cache_mb = float(estimator.cache_mb)
         P = len(_problems(estimator, K)) if estimator.multiclass == "ovo" else 0
         if lockstep_applies(n, P, estimator.kernel, float(estimator.C), cache_mb):

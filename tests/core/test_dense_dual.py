@@ -224,3 +224,60 @@ def test_shared_matrix_with_the_filled_inverse_meets_rows_made_as_needed(monkeyp
         assert res.objective == pytest.approx(ref.objective, rel=1e-6)
         exact = clarabel_dual(K[np.ix_(mask, mask)], y_pm, C)
         assert res.objective == pytest.approx(exact, rel=1e-3)
+
+
+@pytest.mark.parametrize(
+    ("seed", "C", "active_sets"),
+    [(0, 0.1, None), (0, 1.0, None), (0, 10.0, False), (1, 10.0, True), (0, 100.0, True)],
+)
+def test_probe_on_the_doubled_matrix(monkeypatch, seed, C, active_sets) -> None:
+    """A problem of a few hundred rows that starts with the active sets' probe runs it on
+    [D | D]: SMO goes on there when it does not hand over (C = 0.1, 1), resumes there when the
+    active sets give up (seed 0, C = 10), and the active sets read D's rows from it. Each reaches
+    the exact optimum and an objective at least as low as the probe on D (within 1e-7 of it)."""
+    X, y = data(n=300, seed=seed)
+    assert kernel_dual.doubled_probe_applies(y.size, X.shape[1], "rbf", C, None, 200.0)
+    assert not kernel_dual.doubled_applies(y.size, X.shape[1], "rbf", C, None, 200.0)
+    doubled, handed = [], []
+    smo_doubled, sets = kernel_dual._smo_doubled, kernel_dual.active_set_solve
+
+    def doubled_spy(*args, **kwargs):
+        doubled.append("start" if "start" in kwargs else "probe")
+        return smo_doubled(*args, **kwargs)
+
+    def sets_spy(*args, **kwargs):
+        res = sets(*args, **kwargs)
+        handed.append(res is not None)
+        return res
+
+    with monkeypatch.context() as m:
+        m.setattr(kernel_dual, "_smo_doubled", doubled_spy)
+        m.setattr(kernel_dual, "active_set_solve", sets_spy)
+        res = solve(X, y, "rbf", C)
+    assert handed == ([] if active_sets is None else [active_sets])
+    assert doubled == (["probe", "start"] if active_sets is False else ["probe"])
+    with monkeypatch.context() as m:
+        m.setattr(kernel_dual, "DOUBLED_PROBE_MAX_ROWS", 0)  # the probe on D
+        on_d = solve(X, y, "rbf", C)
+    assert res.converged and on_d.converged
+    exact = clarabel_dual(kernel_matrix(X, X, "rbf", **KW["rbf"]), y, C)
+    assert res.objective == pytest.approx(exact, rel=1e-3)
+    assert res.objective <= on_d.objective + 1e-7 * abs(on_d.objective)
+    alpha = res.alpha
+    assert abs(float(y @ alpha)) < 1e-8 and alpha.min() >= 0.0 and alpha.max() <= C
+    assert res.n_kernel_rows == y.size
+
+
+def test_when_the_probe_runs_on_the_doubled_matrix() -> None:
+    top = kernel_dual.DOUBLED_PROBE_MAX_ROWS
+    assert top <= kernel_dual.DOUBLED_MAX_ROWS
+    assert kernel_dual.doubled_probe_applies(top, 10, "rbf", 1.0, None, 200.0)
+    assert not kernel_dual.doubled_probe_applies(top + 1, 10, "rbf", 1.0, None, 200.0)
+    low = kernel_dual.ACTIVE_SET_MIN_ROWS
+    assert kernel_dual.doubled_probe_applies(low, 10, "rbf", 1.0, None, 200.0)
+    assert not kernel_dual.doubled_probe_applies(low - 1, 10, "rbf", 1.0, None, 200.0)  # SMO alone
+    assert not kernel_dual.doubled_probe_applies(300, 5, "rbf", 1.0, None, 200.0)  # SMO alone
+    assert not kernel_dual.doubled_probe_applies(300, 10, "poly", 1.0, None, 200.0)
+    assert not kernel_dual.doubled_probe_applies(300, 10, "rbf", np.inf, None, 200.0)
+    assert not kernel_dual.doubled_probe_applies(300, 10, "rbf", 1.0, 50, 200.0)
+    assert not kernel_dual.doubled_probe_applies(300, 10, "rbf", 1.0, None, 1.3)
