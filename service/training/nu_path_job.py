@@ -35,13 +35,16 @@ def store_path(
     stop: threading.Event,
 ) -> None:
     """The ν path of the model job ``job_id`` stored, into its record (module docstring); never
-    raises (a failure is logged, or recorded in the record's entries)."""
+    raises. A failure is logged and, once the model is known, recorded in the record's entries:
+    a record left "pending" would tell its plots to retry, then that the server had stopped."""
+    model_id = None
     try:
         ended = job_store.ended_with(job_id)
         if ended is None or ended[0] != "succeeded" or ended[1] is None:
             return
+        model_id = ended[1]
         if task.X is None:
-            store.registry.set_plot_data(ended[1], {"path": {"error": NO_PATH_BY_REFERENCE}})
+            store.registry.set_plot_data(model_id, {"path": {"error": NO_PATH_BY_REFERENCE}})
             return
         outcome = run_in_process(
             task,
@@ -54,6 +57,14 @@ def store_path(
         if later is None:
             error = {"error": f"the path was not computed ({outcome.status}: {outcome.message})"}
             later = dict.fromkeys(later_keys(task.spec, estimator), error)
-        store.registry.set_plot_data(ended[1], later)
-    except Exception:
+        store.registry.set_plot_data(model_id, later)
+    except Exception as exc:
         logger.exception("job %s: the model's path could not be stored", job_id)
+        if model_id is not None:
+            error = {"error": f"the path could not be stored ({type(exc).__name__}: {exc})"}
+            try:
+                store.registry.set_plot_data(
+                    model_id, dict.fromkeys(later_keys(task.spec, estimator), error)
+                )
+            except Exception:  # the registry itself is failing: the log has it
+                logger.warning("job %s: its path's error could not be recorded", job_id)
