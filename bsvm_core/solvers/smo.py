@@ -11,8 +11,9 @@ few fused numpy passes over preallocated buffers followed by one argmax.
 
 With ``newton`` on a whole rbf distance matrix (``DenseKernelRows(D, distances=True)``: problems
 past ``kernel_dual.DOUBLED_MAX_ROWS`` or on a one-vs-one block), face Newton steps join SMO's as in
-``smo_distances`` (the same trigger, wait and steps: tested), up to ``NEWTON_MAX_FREE`` free
-points: moons(800) at C = 10 takes 193 iterations instead of 907, at C = 100 329 instead of 3,901.
+``smo_distances`` (the same trigger and steps; on small faces the same wait too: tested), up to
+``NEWTON_MAX_FREE`` free points, each step once SMO has taken its Cholesky's cost in steps
+(``DENSE_NEWTON_FLOPS_PER_STEP``): moons(800) at C = 10 takes 193 iterations instead of 907, at C = 100 329 instead of 3,901.
 """
 
 from __future__ import annotations
@@ -213,8 +214,9 @@ def smo_solve(
     newton : bool
         With a ``DenseKernelRows`` of distances and finite C, a Newton step on the free face
         (:func:`.face_newton.face_newton_step`) replaces an SMO step after
-        ``face_newton.NEWTON_STREAK`` SMO steps in a row among free points, waiting
-        :func:`.face_newton.newton_wait` steps after each, as ``smo_distances`` does; each counts
+        ``face_newton.NEWTON_STREAK`` SMO steps in a row among free points, on at most
+        ``NEWTON_MAX_FREE`` points and once :func:`.face_newton.newton_wait` steps (at
+        ``DENSE_NEWTON_FLOPS_PER_STEP``) have passed since the start or the last try; each counts
         as one iteration, the stopping rule is SMO's. Ignored otherwise.
 
     Returns
@@ -269,7 +271,7 @@ def smo_solve(
     # differences of F): one numpy call less a step
     distances = cache.distances
     shift = 0.0
-    # face Newton steps (rbf on a whole D, finite C): smo_distances' trigger and wait
+    # face Newton steps (rbf on a whole D, finite C): smo_distances' trigger, a wait of their own
     streak_at = max_iter + 1
     if newton and distances and not hard and isinstance(cache, DenseKernelRows):
         streak_at = NEWTON_STREAK
