@@ -135,8 +135,8 @@ DOUBLED_PROBE_MAX_ROWS = 400
 """rbf problems up to this many rows (and ``DOUBLED_MAX_ROWS``) that start with the active sets'
 probe (:func:`active_sets_apply`) run it, and SMO after it, on [D | D] (:func:`_probe_doubled`):
 SMO goes on there when the probe does not hand over (small C, or features of low rank), with
-``smo_distances``' cheaper steps and its Newton steps on faces of any size (``smo.smo_solve`` stops
-at ``smo.NEWTON_MAX_FREE`` = 100 free points: make_classification(n, 8, 5 informative,
+``smo_distances``' cheaper steps and its Newton steps on faces of any size (``smo.smo_solve`` then
+stopped at 100 free points, ``smo.NEWTON_MAX_FREE``: make_classification(n, 8, 5 informative,
 flip_y=0.2) at C = 100 took 6,000-7,000 steps on D, 400-800 here). KernelSVM / SVC fit CPU, new rule
 over old, median of 9 fits in shuffled order in one process, 192 sets x C (make_classification,
 2-4 classes, pairs of 125-500 rows, d = 8 / 13 / 30, flip_y 0 / 0.2; load 2-5 on 2 cores; a

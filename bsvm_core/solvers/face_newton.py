@@ -17,7 +17,8 @@ the decrease ½ t² dᵀQ_FF d + t gᵀd it predicts is not negative, so SMO's o
 A step blocked early (t < 1 / ``CONTINUE_FROM``: on moons at C = 10 t is 1/5-1/860, every step
 blocked) goes on from there along the face with the blocking point held, to the next bound or the
 smaller face's minimiser, and so on (:func:`continue_blocked`): each piece one rank-1 downdate of
-the face's projected inverse, made once from the step's factor, not a new factorisation.
+the face's projected inverse, made once from the step's factor (on large faces only its columns
+that the pieces read, :class:`ProjectedColumns`), not a new factorisation.
 
 For rbf the kernel is held as D = 1 − K (``kernel_matrices.rbf_distance_matrix``). Since y_Fᵀd = 0,
 Q_FF's constant part y_F y_Fᵀ adds nothing on the face, and the step moves F = −y∘∇f by
@@ -46,6 +47,18 @@ moons C = 1 1.02-1.08x, wine C = 10 1.05-1.07x; from 20 on those keep their bits
 MAX_CONTINUED = 10
 """A continued step goes on along at most this many more pieces (each holds one more point)."""
 
+COLUMNS_FROM = 96
+"""Faces of this many points or more make the continuation's columns of P one at a time
+(:class:`ProjectedColumns`: a solve on e_q, 2|F|² flops, per piece), not all of P (|F|³ flops:
+5.8 of 7.5 ms of the Newton steps of make_classification(500, 8, 5 informative, flip_y=0.2) at
+C = 100, faces of 150-200 points). The same α_F to ~1e-13 C (tested); fit CPU there 1.46x SVC →
+1.15x (C = 100), 0.80 → 0.62x (C = 1,000). Not tuned below: smaller faces (the small sets', up to
+~90 points) keep their bits."""
+
+MAX_CONTINUED_COLUMNS = 40
+"""``MAX_CONTINUED`` on faces of ``COLUMNS_FROM`` points or more, whose pieces cost a column's
+solve (2|F|² flops) and a few axpys each."""
+
 RIDGE = 1e-7
 """ε per free point added to Q_FF's diagonal: above the float32 kernel values' rounding (~6e-8 an
 entry, so up to |F| · 6e-8 in Q_FF's eigenvalues), far below the curvatures that matter (Q_FF's
@@ -69,10 +82,10 @@ Cholesky's |F|³ / 3 flops at ~2 GFlop/s against an SMO step's ~5 µs), and twic
 refused one: large free sets are factorised rarely."""
 
 
-def newton_wait(k: int, taken: bool) -> int:
+def newton_wait(k: int, taken: bool, flops_per_step: int = NEWTON_FLOPS_PER_STEP) -> int:
     """SMO steps before the next face Newton step after one on k free points: 1 + k³ /
-    ``NEWTON_FLOPS_PER_STEP`` (its Cholesky's cost in SMO steps), twice after a refused one."""
-    wait = 1 + k**3 // NEWTON_FLOPS_PER_STEP
+    ``flops_per_step`` (its Cholesky's cost in SMO steps), twice after a refused one."""
+    wait = 1 + k**3 // flops_per_step
     return wait if taken else 2 * wait
 
 
@@ -252,12 +265,15 @@ def continue_blocked(
     # turned, to the bit (the same operations on the same magnitudes), without an outer product
     factor_t = factor.T  # C-ordered: factor's row i is its column i, so × y_F turns the rows
     factor_t *= y_F  # (~2,300 instructions less than factor *= y_F[:, None])
-    inv, _ = dpotrs(factor, identity(k), 1)  # Fortran-ordered: dger updates it in place
     yv = y_F * v
-    dger(-1.0 / sum_v, yv, yv, 1, 1, inv, 1, 1, 1)  # P; (incx, incy, a, overwrite x, y, a)
-    # every vector twice over, [x; x] against the ends [C … C, 0 … 0]: the ratio's operands have
-    # one shape (a broadcast costs ~1 µs more a call); P's rows twice, so its columns are [P_q; P_q]
-    P = np.concatenate((inv, inv))
+    columns = None if k < COLUMNS_FROM else ProjectedColumns(factor, yv, sum_v)
+    if columns is None:
+        inv, _ = dpotrs(factor, identity(k), 1)  # Fortran-ordered: dger updates it in place
+        dger(-1.0 / sum_v, yv, yv, 1, 1, inv, 1, 1, 1)  # P; (incx, incy, a, overwrite x, y, a)
+        # every vector twice over, [x; x] against the ends [C … C, 0 … 0]: the ratio's operands
+        # have one shape (a broadcast costs ~1 µs more a call); P's rows twice, so its columns
+        # are [P_q; P_q]
+        P = np.concatenate((inv, inv))
     ends = doubled_ends(C, k).copy()
     new = np.concatenate((new, new))
     target = np.concatenate((target, target))
@@ -265,10 +281,11 @@ def continue_blocked(
     at = [new.item(q)]
     # a point on a bound by rounding alone (not held) has no room: its ratio is ±inf (it blocks
     # at once) or, not moving, nan (the continuation stops; the decorator's errstate keeps quiet)
-    for _ in range(MAX_CONTINUED):
+    for _ in range(MAX_CONTINUED if columns is None else MAX_CONTINUED_COLUMNS):
         ends[q] = C + 1.0  # a held point's rooms are ≥ 1: its ratio 0 / room, not 0 / 0
         ends[q + k] = -1.0
-        col = P[:, q].copy()  # dger must not read the column it writes
+        # dger must not read the column it writes: a copy
+        col = P[:, q].copy() if columns is None else columns.column(q)
         p_qq = col.item(q)
         if not p_qq > 0.0:  # q's direction is already fixed (rounding)
             break
@@ -283,7 +300,10 @@ def continue_blocked(
         if not r_max > 1.0:  # nan
             break
         daxpy(step, new, n, 1.0 / r_max)
-        dger(-1.0 / p_qq, col, col[:k], 1, 1, P, 1, 1, 1)  # q held from now on: P_q = 0
+        if columns is None:
+            dger(-1.0 / p_qq, col, col[:k], 1, 1, P, 1, 1, 1)  # q held from now on: P_q = 0
+        else:
+            columns.hold(col, p_qq)
         rises = worst < k
         q = worst if rises else worst - k
         held.append(q)
@@ -297,3 +317,34 @@ def continue_blocked(
     # over the points not held (SMO's pair steps keep yᵀα as it is; k − |H| ≥ 1 bar rounding)
     new -= y_free * ((y_F.dot(new) - y_F.dot(a_F)) / max(k - len(held), 1))
     return new
+
+
+class ProjectedColumns:
+    """Columns of the face's projected inverse P = Y(M⁻¹ − v vᵀ / eᵀv)Y, each made when a
+    continued step first needs it (one ``dpotrs`` on e_q, 2|F|² flops) and brought past the
+    points held so far (P ← P − P_h P_hᵀ / P_hh for each): :func:`continue_blocked`'s P on faces of
+    ``COLUMNS_FROM`` points or more, where forming all of it (|F|³ flops) cost more than the
+    Cholesky itself."""
+
+    __slots__ = ("_factor", "_held", "_sum_v", "_yv")
+
+    def __init__(self, factor: np.ndarray, yv: np.ndarray, sum_v: float) -> None:
+        self._factor = factor  # YL: its solves give Y M⁻¹ Y
+        self._yv = yv
+        self._sum_v = sum_v
+        self._held: list[tuple[np.ndarray, float]] = []
+
+    def column(self, q: int) -> np.ndarray:
+        """P's column q as held so far, twice over ([P_q; P_q])."""
+        k = self._yv.size
+        e = np.zeros(k)
+        e[q] = 1.0
+        col, _ = dpotrs(self._factor, e, 1, 1)  # (lower, overwrite_b): Y M⁻¹ Y e_q
+        daxpy(self._yv, col, k, -self._yv.item(q) / self._sum_v)
+        for h, p_hh in self._held:
+            daxpy(h, col, k, -h.item(q) / p_hh)
+        return np.concatenate((col, col))
+
+    def hold(self, col: np.ndarray, p_qq: float) -> None:
+        """Hold the point whose column (twice over) is ``col`` and diagonal entry ``p_qq``."""
+        self._held.append((col[: col.size // 2], p_qq))

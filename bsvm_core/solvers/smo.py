@@ -11,8 +11,9 @@ few fused numpy passes over preallocated buffers followed by one argmax.
 
 With ``newton`` on a whole rbf distance matrix (``DenseKernelRows(D, distances=True)``: problems
 past ``kernel_dual.DOUBLED_MAX_ROWS`` or on a one-vs-one block), face Newton steps join SMO's as in
-``smo_distances`` (the same trigger, wait and steps: tested), up to ``NEWTON_MAX_FREE`` free
-points: moons(800) at C = 10 takes 193 iterations instead of 907, at C = 100 329 instead of 3,901.
+``smo_distances`` (the same trigger and steps; on small faces the same wait too: tested), up to
+``NEWTON_MAX_FREE`` free points, each step once SMO has taken its Cholesky's cost in steps
+(``DENSE_NEWTON_FLOPS_PER_STEP``): moons(800) at C = 10 takes 193 iterations instead of 907, at C = 100 329 instead of 3,901.
 """
 
 from __future__ import annotations
@@ -31,15 +32,29 @@ from .kernel_cache import DenseKernelRows, KernelRowCache, RowFunction
 TAU = 1e-12
 """Floor of the curvature a_ij; Fan, Chen & Lin (2005) section 4 (non-PSD kernels, e.g. sigmoid)."""
 
-NEWTON_MAX_FREE = 100
-"""With ``newton``, no face Newton step while more points than this are free (SMO goes on, and
-looks again after the wait of a refused step): its factorisation and continuation cost ~2 k³
-flops (1.1-1.7 ms at k = 149, ~13 ms at 400), more than the SMO steps it saves where most support
-vectors sit at C and the face keeps changing (make_classification(800-2000, 20, flip_y=0.2) at
-C = 1: every step blocked). Fit time over main's (no Newton steps), interleaved in one process,
-caps 80 / 100 / 150: make_classification(800, 20, n_informative=10, flip_y=0.2) at C = 1 0.98 /
-0.93 / 1.16 (a step on 149 points); moons(2,000) at C = 100 0.35 / 0.19 / 0.19, at C = 1,000
-0.24 / 0.20 / 0.14 (faces of up to 150 points); moons(1,200) at C = 100 0.20 at all three."""
+NEWTON_MAX_FREE = 1000
+"""With ``newton``, no face Newton step while more points than this are free: a step costs its
+Cholesky (k³ / 3 flops, ~0.1 s at k = 1,500), and faces past 1,000 points
+(make_classification(3000, 20, flip_y=0.2) at C = 10 to 1,000: 1,400-1,600) gained nothing on
+balance (C = 10 1.37x SVC against 1.07x without them). Was 100 while each step also formed all
+of the face's projected inverse (another ~k³; ``face_newton.COLUMNS_FROM`` now makes its columns
+one by one): make_classification(n, 8, 5 informative, flip_y=0.2) at C = 100 then took 8,700
+SMO steps at 500 rows (4.3x SVC) on faces of 150-200 points; with them, 360. Below the cap,
+``DENSE_NEWTON_FLOPS_PER_STEP`` decides."""
+
+DENSE_NEWTON_FLOPS_PER_STEP = 300_000
+"""With ``newton``, a face Newton step on k free points is tried only once SMO has taken
+``face_newton.newton_wait(k, taken, this)`` = 1 + k³ / this steps since the start or the last try
+(twice after a refused one): the step's Cholesky priced in SMO steps, so large faces are
+factorised rarely and never before SMO has spent as much. ``smo_distances`` keeps
+``face_newton.NEWTON_FLOPS_PER_STEP`` (its bits on the small sets). KernelSVM / SVC fit CPU,
+median of 5 interleaved fits (no cap below 3,000), this at 30,000 (old cap) / 100,000 / 300,000
+/ 1,000,000: make_classification(500, 8, 5 informative, flip_y=0.2) at C = 100 4.56 / 0.74 /
+0.71 / 0.63; 3 classes of 700 rows at C = 100 5.96 / 0.87 / 0.93 / 0.91;
+make_classification(1500, 8, flip_y=0.2) at C = 10 1.86 / 0.87 / 0.91 / 0.90;
+make_classification(1500, 20) at C = 10 1.34 / 1.47 / 1.21 / 1.06, at C = 100 1.39 / 1.37 /
+1.67 / 1.07, with flip_y=0.2 at C = 10 1.08 / 0.99 / 1.13 / 1.29: d = 20 sets of 1,500 rows
+and more swing either way with the steps' timing, d = 8 and moons gain at every rate."""
 
 
 @dataclass
@@ -199,8 +214,9 @@ def smo_solve(
     newton : bool
         With a ``DenseKernelRows`` of distances and finite C, a Newton step on the free face
         (:func:`.face_newton.face_newton_step`) replaces an SMO step after
-        ``face_newton.NEWTON_STREAK`` SMO steps in a row among free points, waiting
-        :func:`.face_newton.newton_wait` steps after each, as ``smo_distances`` does; each counts
+        ``face_newton.NEWTON_STREAK`` SMO steps in a row among free points, on at most
+        ``NEWTON_MAX_FREE`` points and once :func:`.face_newton.newton_wait` steps (at
+        ``DENSE_NEWTON_FLOPS_PER_STEP``) have passed since the start or the last try; each counts
         as one iteration, the stopping rule is SMO's. Ignored otherwise.
 
     Returns
@@ -255,13 +271,14 @@ def smo_solve(
     # differences of F): one numpy call less a step
     distances = cache.distances
     shift = 0.0
-    # face Newton steps (rbf on a whole D, finite C): smo_distances' trigger and wait
+    # face Newton steps (rbf on a whole D, finite C): smo_distances' trigger, a wait of their own
     streak_at = max_iter + 1
     if newton and distances and not hard and isinstance(cache, DenseKernelRows):
         streak_at = NEWTON_STREAK
         D = cache.K
     streak = 0  # SMO steps in a row whose two points were free before the step
     newton_at = 0  # the earliest step of the next Newton step
+    last_newton, last_taken = 0, True  # the last Newton step's iteration (the start) and outcome
 
     buf = np.empty(n)
     score = np.empty(n)
@@ -273,18 +290,21 @@ def smo_solve(
         if streak >= streak_at and n_iter >= newton_at:  # before the selection
             streak = 0
             free = (up_pen >= low_pen).nonzero()[0]  # 0 ≥ 0 only in I_up and I_low
-            listed = free.tolist()
-            step = None
-            if 2 <= len(listed) <= NEWTON_MAX_FREE:
+            k = free.size
+            # a step on k points once SMO has taken its cost in steps since the last attempt
+            newton_at = last_newton + newton_wait(k, last_taken, DENSE_NEWTON_FLOPS_PER_STEP)
+            if 2 <= k <= NEWTON_MAX_FREE and n_iter >= newton_at:
+                listed = free.tolist()
                 a_F = np.array(itemgetter(*listed)(alpha))
                 step = face_newton_step(D[free], free, y[free], a_F, F[free] + shift, C)
-            newton_at = n_iter + newton_wait(len(listed), step is not None)
-            if step is not None:
-                apply_newton_step(step, alpha, listed, (F,), up_pen, low_pen, ys, C)
-                n_iter += 1
-                if n_iter == stop_at and stop_if is not None and stop_if[1](np.array(alpha)):
-                    break
-                continue
+                last_newton, last_taken = n_iter, step is not None
+                newton_at = n_iter + newton_wait(k, last_taken, DENSE_NEWTON_FLOPS_PER_STEP)
+                if step is not None:
+                    apply_newton_step(step, alpha, listed, (F,), up_pen, low_pen, ys, C)
+                    n_iter += 1
+                    if n_iter == stop_at and stop_if is not None and stop_if[1](np.array(alpha)):
+                        break
+                    continue
         # i = argmax_{I_up} F, the value m(α)
         np.add(F, up_pen, buf)
         i = int(buf.argmax())

@@ -390,3 +390,58 @@ def test_an_unclipped_step_stays_in_the_box_to_the_bit() -> None:
         assert keep.mean() > 0.9
         new = a[keep] + d[keep]
         assert new.min() >= 0.0 and new.max() <= C
+
+
+@pytest.mark.parametrize("name", ["moons", "noisy"])
+def test_the_continuation_by_columns_ends_where_all_of_p_ends(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Faces of ``COLUMNS_FROM`` points or more make P's columns one at a time
+    (``ProjectedColumns``): with the same cap on pieces, the same α_F as P made whole, to
+    rounding, and, with no cap, the face's minimiser with the held points fixed (solved
+    directly)."""
+    X, y, gamma = problem(name)
+    W = kernel_matrices.dense_kernel_matrix(X, "rbf", {"gamma": gamma}, doubled=True)
+    K = kernel_of(W)
+    free = np.arange(0, y.size, 2)  # 150 / 100 points: past COLUMNS_FROM
+    k = free.size
+    assert k >= face_newton.COLUMNS_FROM
+    M = (y[free, None] * y[None, free]) * K[np.ix_(free, free)] + RIDGE * k * np.eye(k)
+    compared = 0
+    for seed, C in itertools.product(range(3), (0.04, 0.05)):
+        alpha = interior_point(y, 0.05, free, seed=seed)
+        alpha[free] *= C / 0.05
+        F = y - (y * alpha) @ K
+        args = (W[free, : y.size], free, y[free], alpha[free], F[free], C)
+        monkeypatch.setattr(face_newton, "MAX_CONTINUED_COLUMNS", face_newton.MAX_CONTINUED)
+        by_columns = face_newton_step(*args)
+        monkeypatch.setattr(face_newton, "COLUMNS_FROM", 10**9)
+        whole = face_newton_step(*args)
+        monkeypatch.undo()
+        assert by_columns is not None and whole is not None
+        if whole[0].tolist() == (alpha[free] + 0.0).tolist():
+            continue
+        np.testing.assert_allclose(by_columns[0], whole[0], rtol=0.0, atol=1e-9 * C)
+        np.testing.assert_allclose(by_columns[1], whole[1], rtol=0.0, atol=1e-9 * C * k)
+        held = np.flatnonzero((whole[0] == 0.0) | (whole[0] == C))
+        compared += held.size >= 2  # continued steps
+        # no cap on pieces: P made whole gives the same α_F, and on moons (a face not nearly all
+        # held) the directly solved minimiser
+        monkeypatch.setattr(face_newton, "MAX_CONTINUED_COLUMNS", 10_000)
+        out = face_newton_step(*args)
+        monkeypatch.setattr(face_newton, "MAX_CONTINUED", 10_000)
+        monkeypatch.setattr(face_newton, "COLUMNS_FROM", 10**9)
+        whole = face_newton_step(*args)
+        monkeypatch.undo()
+        assert out is not None and whole is not None
+        new_F, dF, _ = out
+        np.testing.assert_allclose(new_F, whole[0], rtol=0.0, atol=1e-9 * C)
+        assert_a_descent_step(alpha, free, new_F, dF, F, y, K, C)
+        if name == "moons":
+            held = np.flatnonzero((new_F == 0.0) | (new_F == C))
+            rows = np.r_[y[None, free], np.eye(k)[held]]
+            A = np.block([[M, rows.T], [rows, np.zeros((rows.shape[0],) * 2)]])
+            rhs = np.r_[y[free] * F[free], 0.0, new_F[held] - alpha[free][held]]
+            best = alpha[free] + np.linalg.solve(A, rhs)[:k]
+            np.testing.assert_allclose(new_F, best, rtol=0.0, atol=1e-7 * C)
+    assert compared >= 3

@@ -4,16 +4,17 @@ cap, the sets after a step, and that ``kernel_dual`` takes it past ``DOUBLED_MAX
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
 import pytest
-from sklearn.datasets import make_moons
+from sklearn.datasets import make_classification, make_moons
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
 from bsvm_core import KernelSVM, kernel_dual, kernel_matrices
-from bsvm_core.solvers import smo
+from bsvm_core.solvers import face_newton, smo
 from bsvm_core.solvers.face_newton import apply_newton_step
 from bsvm_core.solvers.kernel_cache import DenseKernelRows, KernelRowCache
 from bsvm_core.solvers.smo import smo_solve
@@ -155,3 +156,96 @@ def test_estimator_past_the_doubled_rows_takes_newton_and_meets_libsvm(
     K = np.exp(-ours._gamma * ((S[:, None, :] - S[None, :, :]) ** 2).sum(-1))
     assert ours.objective_[0] == pytest.approx(0.5 * c @ K @ c - np.abs(c).sum(), rel=1e-3)
     assert np.mean(ours.predict(X) == svc.predict(X)) >= 0.995
+
+
+def noisy(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(D, ±1 targets) of make_classification(n, 8, 5 informative, flip_y=0.2): at large C its
+    free face holds 150-200 points."""
+    X, y = make_classification(n, 8, n_informative=5, flip_y=0.2, random_state=seed)
+    X = StandardScaler().fit_transform(X)
+    D = kernel_matrices.dense_kernel_matrix(X, "rbf", {"gamma": 1.0 / 8})
+    return np.ascontiguousarray(D), np.where(y == 1, 1.0, -1.0)
+
+
+@pytest.mark.parametrize("C", [100.0, 1000.0])
+def test_newton_steps_past_100_free_points_reach_the_exact_optimum(
+    C: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a noisy problem at large C, Newton steps on faces of more than 100 free points (the old
+    ``NEWTON_MAX_FREE``) are taken; SMO with them meets Clarabel's optimum and KKT within tol, in
+    fewer iterations than with the old cap, and to an objective no higher than the old cap's."""
+    D, y = noisy(400)
+    sizes: list[int] = []
+    real = smo.face_newton_step
+
+    def counted(D_F: np.ndarray, free: np.ndarray, *args: object) -> object:
+        out = real(D_F, free, *args)
+        if out is not None:
+            sizes.append(free.size)
+        return out
+
+    monkeypatch.setattr(smo, "face_newton_step", counted)
+    ours = on_rows(D, y, C, newton=True)
+    assert ours.converged and max(sizes) > 100
+    K = 1.0 - D
+    np.fill_diagonal(K, 1.0)
+    best = clarabel_dual(K, y, C)
+    assert ours.objective == pytest.approx(best, rel=1e-5)
+    alpha = ours.alpha
+    assert abs(float(y @ alpha)) < 1e-8 * C and alpha.min() >= 0.0 and alpha.max() <= C
+    np.testing.assert_allclose(ours.grad, y - K.T @ (y * alpha), atol=1e-8 * C)
+    up = ((y > 0) & (alpha < C)) | ((y < 0) & (alpha > 0))
+    low = ((y > 0) & (alpha > 0)) | ((y < 0) & (alpha < C))
+    assert ours.grad[up].max() - ours.grad[low].min() < 1e-3
+    monkeypatch.setattr(smo, "NEWTON_MAX_FREE", 100)
+    monkeypatch.setattr(smo, "DENSE_NEWTON_FLOPS_PER_STEP", face_newton.NEWTON_FLOPS_PER_STEP)
+    capped = on_rows(D, y, C, newton=True)
+    assert capped.converged and ours.n_iter < capped.n_iter / 3
+    assert ours.objective <= capped.objective + 1e-6 * abs(capped.objective)
+
+
+def test_a_newton_step_on_k_points_waits_for_its_cholesky_in_smo_steps(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``smo_solve`` tries a Newton step on k free points (2 ≤ k ≤ ``NEWTON_MAX_FREE``) only after
+    ``newton_wait(k, taken, DENSE_NEWTON_FLOPS_PER_STEP)`` SMO steps since the start or the last
+    try (twice after a refused one): counted by the rows SMO reads (two a step). Faces of more
+    than 100 points (the old cap) get steps, and some come sooner than ``smo_distances``' wait
+    (``NEWTON_FLOPS_PER_STEP``) would allow."""
+    assert face_newton.newton_wait(150, True, 300_000) == 1 + 150**3 // 300_000
+    assert face_newton.newton_wait(150, False, 300_000) == 2 * (1 + 150**3 // 300_000)
+    assert face_newton.newton_wait(150, True) == 1 + 150**3 // face_newton.NEWTON_FLOPS_PER_STEP
+    D, y = noisy(400)
+    rows_read = [0]
+    tries: list[tuple[int, int, bool]] = [(0, 0, True)]  # (rows read before, k, taken)
+    real_step = smo.face_newton_step
+
+    class Counted(DenseKernelRows):
+        def row(self, i: int) -> np.ndarray:
+            rows_read[0] += 1
+            return super().row(i)
+
+    def step(D_F: np.ndarray, free: np.ndarray, *args: object) -> object:
+        out = real_step(D_F, free, *args)
+        tries.append((rows_read[0], free.size, out is not None))
+        return out
+
+    monkeypatch.setattr(smo, "face_newton_step", step)
+    res = smo_solve(
+        None,
+        np.ones(y.size),
+        y,
+        1000.0,
+        cache=Counted(D, distances=True),
+        newton=True,
+        floor_curvature=False,
+    )
+    assert res.converged and len(tries) >= 4 and max(k for _, k, _ in tries) > 100
+    sooner = 0
+    for (r0, _, taken), (r1, k, _) in itertools.pairwise(tries):
+        between = (r1 - r0) // 2  # SMO steps from the last try (or the start) to this one
+        wait = face_newton.newton_wait(k, taken, smo.DENSE_NEWTON_FLOPS_PER_STEP)
+        assert 2 <= k <= smo.NEWTON_MAX_FREE
+        assert between >= wait - 1
+        sooner += between < face_newton.newton_wait(k, taken) - 1
+    assert sooner >= 1
