@@ -26,6 +26,7 @@ from operator import itemgetter
 import numpy as np
 from scipy.linalg.blas import daxpy
 
+from .cached_newton import cached_face_newton_step, cached_newton_applies
 from .face_newton import NEWTON_STREAK, apply_newton_step, face_newton_step, newton_wait
 from .kernel_cache import DenseKernelRows, KernelRowCache, RowFunction
 
@@ -273,9 +274,12 @@ def smo_solve(
     shift = 0.0
     # face Newton steps (rbf on a whole D, finite C): smo_distances' trigger, a wait of their own
     streak_at = max_iter + 1
+    D = None  # face Newton steps from a row cache (``cached_newton``) when None
     if newton and distances and not hard and isinstance(cache, DenseKernelRows):
         streak_at = NEWTON_STREAK
         D = cache.K
+    elif newton and not hard and cached_newton_applies(cache, diag, floor_curvature):
+        streak_at = NEWTON_STREAK
     streak = 0  # SMO steps in a row whose two points were free before the step
     newton_at = 0  # the earliest step of the next Newton step
     last_newton, last_taken = 0, True  # the last Newton step's iteration (the start) and outcome
@@ -296,7 +300,11 @@ def smo_solve(
             if 2 <= k <= NEWTON_MAX_FREE and n_iter >= newton_at:
                 listed = free.tolist()
                 a_F = np.array(itemgetter(*listed)(alpha))
-                step = face_newton_step(D[free], free, y[free], a_F, F[free] + shift, C)
+                step = (
+                    face_newton_step(D[free], free, y[free], a_F, F[free] + shift, C)
+                    if D is not None
+                    else cached_face_newton_step(cache, free, y[free], a_F, F[free], C)
+                )
                 last_newton, last_taken = n_iter, step is not None
                 newton_at = n_iter + newton_wait(k, last_taken, DENSE_NEWTON_FLOPS_PER_STEP)
                 if step is not None:

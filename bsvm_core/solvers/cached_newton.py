@@ -1,0 +1,58 @@
+"""Face Newton steps on a row cache (``kernel_cache.KernelRowCache``): problems past
+``kernel_dual.DENSE_MAX_ROWS``, whose kernel matrix is not held whole.
+
+The step needs only K_FF (from the free points' rows, gathered one at a time: k² values, not the
+k × n rows) and F_F; its ΔF = −K_{·F} z (z = y_F ∘ Δα_F) is summed row by row from the cache.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg.blas import daxpy
+
+from .face_newton import face_newton_step
+from .kernel_cache import KernelRowCache
+
+CACHED_NEWTON_MAX_SHARE = 2
+"""A face of k points takes a Newton step only while k ≤ capacity / this: both passes over its
+rows (K_FF, then ΔF) then read rows the first pass left in the cache (LRU), none computed twice."""
+
+
+def cached_newton_applies(cache: object, diag: np.ndarray, floor_curvature: bool) -> bool:
+    """Whether SMO on ``cache`` may take face Newton steps: a ``KernelRowCache`` of a kernel with
+    K_ii = 1 (rbf: :func:`face_newton_step` sets M's diagonal to 1 + ε)."""
+    return isinstance(cache, KernelRowCache) and not floor_curvature and bool(np.all(diag == 1.0))
+
+
+def cached_face_newton_step(
+    cache: KernelRowCache,
+    free: np.ndarray,
+    y_F: np.ndarray,
+    a_F: np.ndarray,
+    F_F: np.ndarray,
+    C: float,
+) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """:func:`face_newton_step` from cached rows K_{F·}: D_FF = 1 − K_FF gathered row by row, the
+    step on it, then ΔF = −Σ_p z_p K_p (z = y_F ∘ (α_F' − α_F); F = −y∘∇f, ∇f = Qα − e) over all
+    n points. None as :func:`face_newton_step`, or when the face has more than capacity /
+    ``CACHED_NEWTON_MAX_SHARE`` points."""
+    k = free.size
+    if k * CACHED_NEWTON_MAX_SHARE > cache.capacity:
+        return None
+    listed = free.tolist()
+    D_FF = np.empty((k, k))
+    for p, i in enumerate(listed):
+        cache.row(i).take(free, None, D_FF[p], "clip")
+    np.subtract(1.0, D_FF, out=D_FF)
+    step = face_newton_step(D_FF, np.arange(k), y_F, a_F, F_F, C)
+    if step is None:
+        return None
+    new, _, blocked = step
+    z = new - a_F
+    z *= y_F
+    dF = np.zeros(cache.block.shape[1])
+    for p, i in enumerate(listed):
+        zp = z.item(p)
+        if zp != 0.0:
+            daxpy(cache.row(i), dF, a=-zp)
+    return new, dF, blocked
