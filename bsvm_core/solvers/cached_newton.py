@@ -17,6 +17,12 @@ CACHED_NEWTON_MAX_SHARE = 2
 """A face of k points takes a Newton step only while k ≤ capacity / this: both passes over its
 rows (K_FF, then ΔF) then read rows the first pass left in the cache (LRU), none computed twice."""
 
+CACHED_NEWTON_MAX_MEMORY_SHARE = 4
+"""The step's two k × k float64 arrays (D_FF and its Fortran-ordered gather, factorised in place)
+take at most the cache block's bytes / this (a quarter: ≤ 16 MB at k = 1,000, the 200 MB cache of
+3,500 rows holds 98 MB), so a fit's kernel memory stays within 1.25 ``cache_mb``; the dense
+route's steps gather k × n rows of D beside its matrix (24 MB at 1,000 points of 3,000 rows)."""
+
 
 def cached_newton_applies(cache: object, diag: np.ndarray, floor_curvature: bool) -> bool:
     """Whether SMO on ``cache`` may take face Newton steps: a ``KernelRowCache`` of a kernel with
@@ -35,9 +41,12 @@ def cached_face_newton_step(
     """:func:`face_newton_step` from cached rows K_{F·}: D_FF = 1 − K_FF gathered row by row, the
     step on it, then ΔF = −Σ_p z_p K_p (z = y_F ∘ (α_F' − α_F); F = −y∘∇f, ∇f = Qα − e) over all
     n points. None as :func:`face_newton_step`, or when the face has more than capacity /
-    ``CACHED_NEWTON_MAX_SHARE`` points."""
+    ``CACHED_NEWTON_MAX_SHARE`` points or its k × k arrays more than the block's bytes /
+    ``CACHED_NEWTON_MAX_MEMORY_SHARE``."""
     k = free.size
     if k * CACHED_NEWTON_MAX_SHARE > cache.capacity:
+        return None
+    if 16 * k * k * CACHED_NEWTON_MAX_MEMORY_SHARE > cache.block.nbytes:
         return None
     listed = free.tolist()
     D_FF = np.empty((k, k))

@@ -53,12 +53,18 @@ def test_the_step_from_cached_rows_is_the_step_on_d() -> None:
     np.testing.assert_allclose(ours[1], ref[1], atol=1e-8)
 
 
-def test_no_step_on_a_face_past_half_the_cache() -> None:
+def test_no_step_on_a_face_past_half_the_cache_or_a_quarter_of_its_bytes() -> None:
     K, y = moons_kernel(300)
     cache = row_cache(K, 300 * 8 * 50 / 2**20)  # 50 rows
     assert cache.capacity == 50
     free = np.arange(26)
     assert cached_face_newton_step(cache, free, y[free], np.full(26, 1.0), y[free], 10.0) is None
+    assert cache.n_computed == 0
+    # the whole matrix cached (720,000 bytes), but two 110 × 110 arrays past a quarter of it
+    cache = row_cache(K, 1.0)
+    assert cache.capacity == 300 and 16 * 110**2 * 4 > cache.block.nbytes
+    free = np.arange(110)
+    assert cached_face_newton_step(cache, free, y[free], np.full(110, 1.0), y[free], 10.0) is None
     assert cache.n_computed == 0
 
 
