@@ -14,6 +14,9 @@ past ``kernel_dual.DOUBLED_MAX_ROWS`` or on a one-vs-one block), face Newton ste
 ``smo_distances`` (the same trigger and steps; on small faces the same wait too: tested), up to
 ``NEWTON_MAX_FREE`` free points, each step once SMO has taken its Cholesky's cost in steps
 (``DENSE_NEWTON_FLOPS_PER_STEP``): moons(800) at C = 10 takes 193 iterations instead of 907, at C = 100 329 instead of 3,901.
+On a row cache of rbf rows (problems past ``kernel_dual.DENSE_MAX_ROWS``) the same steps come from
+the cached rows (``cached_newton``): make_classification(3500, 8, flip_y=0.2) at C = 100 takes
+26,012 iterations instead of 134,485 (3.3x SVC's CPU → 1.0x).
 """
 
 from __future__ import annotations
@@ -218,7 +221,9 @@ def smo_solve(
         ``face_newton.NEWTON_STREAK`` SMO steps in a row among free points, on at most
         ``NEWTON_MAX_FREE`` points and once :func:`.face_newton.newton_wait` steps (at
         ``DENSE_NEWTON_FLOPS_PER_STEP``) have passed since the start or the last try; each counts
-        as one iteration, the stopping rule is SMO's. Ignored otherwise.
+        as one iteration, the stopping rule is SMO's. The same on a ``KernelRowCache`` of an rbf
+        kernel (``floor_curvature`` false, K_ii = 1), from its cached rows
+        (:func:`.cached_newton.cached_face_newton_step`). Ignored otherwise.
 
     Returns
     -------
