@@ -2,7 +2,8 @@
 ``kernel_dual.DENSE_MAX_ROWS``, whose kernel matrix is not held whole.
 
 The step needs only K_FF (from the free points' rows, gathered one at a time: k² values, not the
-k × n rows) and F_F; its ΔF = −K_{·F} z (z = y_F ∘ Δα_F) is summed row by row from the cache.
+k × n rows) and F_F; its ΔF = −K_{·F} z (z = y_F ∘ Δα_F) is summed row by row from the cache,
+which computes the rows it no longer holds.
 """
 
 from __future__ import annotations
@@ -13,15 +14,13 @@ from scipy.linalg.blas import daxpy
 from .face_newton import face_newton_step
 from .kernel_cache import KernelRowCache
 
-CACHED_NEWTON_MAX_SHARE = 2
-"""A face of k points takes a Newton step only while k ≤ capacity / this: both passes over its
-rows (K_FF, then ΔF) then read rows the first pass left in the cache (LRU), none computed twice."""
-
-CACHED_NEWTON_MAX_MEMORY_SHARE = 4
-"""The step's two k × k float64 arrays (D_FF and its Fortran-ordered gather, factorised in place)
-take at most the cache block's bytes / this (a quarter: ≤ 16 MB at k = 1,000, the 200 MB cache of
-3,500 rows holds 98 MB), so a fit's kernel memory stays within 1.25 ``cache_mb``; the dense
-route's steps gather k × n rows of D beside its matrix (24 MB at 1,000 points of 3,000 rows)."""
+# No cap from the cache's size: a face of more rows than the cache holds takes the same step, its
+# evicted rows computed again (twice: K_FF, then ΔF), so a fit's α does not depend on ``cache_mb``
+# (``test_kernel_svm``'s small cache). Its SMO waits 1 + k³ / ``DENSE_NEWTON_FLOPS_PER_STEP``
+# steps of two rows each first, more rows than the step's 2k from k ≈ 550. Memory beside the
+# cache: two k × k float64 arrays (D_FF and its Fortran-ordered gather, factorised in place), at
+# most 16 MB at ``smo.NEWTON_MAX_FREE`` = 1,000 points whatever n; the dense route's steps gather
+# k × n rows of D beside its matrix (24 MB at 1,000 points of 3,000 rows).
 
 
 def cached_newton_applies(cache: object, diag: np.ndarray, floor_curvature: bool) -> bool:
@@ -40,14 +39,8 @@ def cached_face_newton_step(
 ) -> tuple[np.ndarray, np.ndarray, int] | None:
     """:func:`face_newton_step` from cached rows K_{F·}: D_FF = 1 − K_FF gathered row by row, the
     step on it, then ΔF = −Σ_p z_p K_p (z = y_F ∘ (α_F' − α_F); F = −y∘∇f, ∇f = Qα − e) over all
-    n points. None as :func:`face_newton_step`, or when the face has more than capacity /
-    ``CACHED_NEWTON_MAX_SHARE`` points or its k × k arrays more than the block's bytes /
-    ``CACHED_NEWTON_MAX_MEMORY_SHARE``."""
+    n points. None as :func:`face_newton_step`."""
     k = free.size
-    if k * CACHED_NEWTON_MAX_SHARE > cache.capacity:
-        return None
-    if 16 * k * k * CACHED_NEWTON_MAX_MEMORY_SHARE > cache.block.nbytes:
-        return None
     listed = free.tolist()
     D_FF = np.empty((k, k))
     for p, i in enumerate(listed):

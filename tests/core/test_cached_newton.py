@@ -53,19 +53,21 @@ def test_the_step_from_cached_rows_is_the_step_on_d() -> None:
     np.testing.assert_allclose(ours[1], ref[1], atol=1e-8)
 
 
-def test_no_step_on_a_face_past_half_the_cache_or_a_quarter_of_its_bytes() -> None:
+def test_a_face_past_the_cache_takes_the_same_step_its_rows_computed_again() -> None:
     K, y = moons_kernel(300)
-    cache = row_cache(K, 300 * 8 * 50 / 2**20)  # 50 rows
-    assert cache.capacity == 50
-    free = np.arange(26)
-    assert cached_face_newton_step(cache, free, y[free], np.full(26, 1.0), y[free], 10.0) is None
-    assert cache.n_computed == 0
-    # the whole matrix cached (720,000 bytes), but two 110 × 110 arrays past a quarter of it
-    cache = row_cache(K, 1.0)
-    assert cache.capacity == 300 and cache.block.nbytes < 16 * 110**2 * 4
-    free = np.arange(110)
-    assert cached_face_newton_step(cache, free, y[free], np.full(110, 1.0), y[free], 10.0) is None
-    assert cache.n_computed == 0
+    rng = np.random.default_rng(1)
+    free = np.sort(rng.choice(300, 60, replace=False))
+    a_F = rng.uniform(0.5, 9.5, 60)
+    F_F = rng.normal(size=60)
+    whole = row_cache(K, 1.0)
+    small = row_cache(K, 300 * 8 * 20 / 2**20)  # 20 rows of a 60-point face
+    assert whole.capacity == 300 and small.capacity == 20
+    ref = cached_face_newton_step(whole, free, y[free], a_F, F_F, 10.0)
+    ours = cached_face_newton_step(small, free, y[free], a_F, F_F, 10.0)
+    assert ref is not None and ours is not None
+    np.testing.assert_array_equal(ours[0], ref[0])
+    np.testing.assert_array_equal(ours[1], ref[1])
+    assert whole.n_computed == 60 and small.n_computed == 120  # each row twice
 
 
 def test_route_only_rbf_rows_on_a_cache() -> None:
