@@ -15,6 +15,7 @@ from .bayesian_svm import BayesianSVM
 from .exceptions import BsvmValueError
 from .kernel_dual import (
     ACTIVE_SET_MAX_ROWS,
+    BATCHED_MIN_ROWS,
     DENSE_MAX_ROWS,
     DOUBLED_PROBE_MAX_ROWS,
     lockstep_applies,
@@ -24,6 +25,8 @@ from .lda import LDA
 from .linear_svm import LinearSVM
 from .multiclass import binary_problems
 from .qda import QDA
+from .solvers.face_newton import MAX_CONTINUED_COLUMNS
+from .solvers.smo import NEWTON_MAX_FREE
 
 FLOAT = 8
 """Bytes of a float64 (and of an int64 index)."""
@@ -106,14 +109,17 @@ def estimate_fit_bytes(estimator: Any, n_samples: int, n_features: int, n_classe
     """Rough peak memory of ``fit`` beyond the caller's X: the artifact plus working arrays.
 
     Counts validated and standardised copies of X (3 n d float64), KernelSVM's kernel rows
-    (within ``cache_mb``, one binary problem at a time: float32 rows of at most n entries, or up
-    to ``DENSE_MAX_ROWS`` rows a float64 matrix, with the active sets' kept rows and their
+    (within ``cache_mb``, one binary problem at a time: up to ``DENSE_MAX_ROWS`` rows a float64
+    matrix, then float64 cached rows, from ``BATCHED_MIN_ROWS`` float32 rows; each of n entries, with the active sets' kept rows and their
     gathering buffer below ``ACTIVE_SET_MAX_ROWS``: up to 24 n² bytes, 40 n² up to
     ``kernel_dual.DOUBLED_PROBE_MAX_ROWS`` (the probe's [D | D] and the rows of D^(−1/2) of an SMO
     resumed after the active sets); one-vs-one fits that
     ``kernel_dual.lockstep_applies`` takes: a float32 matrix and the problems' float32 blocks
     (``solvers.lockstep_blocks``), (12 − 8/K) n² on K balanced classes, more on skewed ones
-    but then as many blocks at a time as ``cache_mb`` holds: 12 n² within ``cache_mb``) and
+    but then as many blocks at a time as ``cache_mb`` holds: 12 n² within ``cache_mb``), beside
+    them a face-Newton step's arrays (k = min(n, ``smo.NEWTON_MAX_FREE``) free points: k rows of
+    a whole matrix, K_FF and its factor, the continuation's columns: 8 k (n + 2k + 100) bytes;
+    without the n from cached rows) and
     BayesianSVM's per-problem design matrices and per-chain draws before they are stacked.
     """
     _check_shape(n_samples, n_features, n_classes)
@@ -122,7 +128,8 @@ def estimate_fit_bytes(estimator: Any, n_samples: int, n_features: int, n_classe
     working = 3 * FLOAT * n * d
     if isinstance(estimator, KernelSVM):
         # dense matrix (8 n²) and, below ACTIVE_SET_MAX_ROWS, kept rows and their gathering buffer
-        rows = (24 if n < ACTIVE_SET_MAX_ROWS else 8 if n <= DENSE_MAX_ROWS else 4) * n * n
+        # float64 rows up to BATCHED_MIN_ROWS (a whole matrix, then kernel_cache), float32 after
+        rows = (24 if n < ACTIVE_SET_MAX_ROWS else 8 if n < BATCHED_MIN_ROWS else 4) * n * n
         if n <= DOUBLED_PROBE_MAX_ROWS:  # [D | D], kept rows, their buffer, rows of D^(−1/2)
             rows = 40 * n * n
         cache_mb = float(estimator.cache_mb)
@@ -130,6 +137,11 @@ def estimate_fit_bytes(estimator: Any, n_samples: int, n_features: int, n_classe
         if lockstep_applies(n, P, estimator.kernel, float(estimator.C), cache_mb):
             rows = max(rows, 12 * n * n)  # its float32 matrix and the problems' blocks
         working += min(int(cache_mb * 2**20), rows) + 4 * FLOAT * n
+        # a face-Newton step on k free points: their rows of a whole matrix, K_FF and its factor,
+        # and the continuation's held columns (2k each, up to MAX_CONTINUED_COLUMNS) and vectors
+        k = min(n, NEWTON_MAX_FREE)
+        extra = 2 * k + 2 * MAX_CONTINUED_COLUMNS + 20
+        working += FLOAT * k * ((n if n <= DENSE_MAX_ROWS else 0) + extra)
     if isinstance(estimator, BayesianSVM):
         P = 1 if K == 2 else K
         working += FLOAT * P * n * (d + 1) + artifact  # tasks, and chain outputs before stacking

@@ -69,9 +69,14 @@ def test_mcmc_estimate_scales_with_draws_chains_problems_and_features() -> None:
 
 
 def test_kernel_cache_counts_in_the_fit_estimate() -> None:
+    # 5,000 rows: kernel_cache's float64 rows (200 MB whole), capped by cache_mb
     small = estimate_fit_bytes(KernelSVM(cache_mb=1), 5000, 10, 2)
     large = estimate_fit_bytes(KernelSVM(cache_mb=100), 5000, 10, 2)
-    assert large - small == 4 * 5000 * 5000 - 2**20  # capped by the whole float32 Gram matrix
+    assert large - small == 100 * 2**20 - 2**20
+    # 9,000 rows: the batched solver's float32 rows, capped by the whole float32 Gram matrix
+    small = estimate_fit_bytes(KernelSVM(cache_mb=1), 9000, 10, 2)
+    large = estimate_fit_bytes(KernelSVM(cache_mb=1000), 9000, 10, 2)
+    assert large - small == 4 * 9000 * 9000 - 2**20
 
 
 def test_kernel_estimate_is_an_upper_bound_with_few_support_vectors() -> None:
@@ -86,3 +91,24 @@ def test_kernel_estimate_is_an_upper_bound_with_few_support_vectors() -> None:
 def test_bad_shapes_are_named(args: tuple, name: str) -> None:
     with pytest.raises(BsvmValueError, match=name):
         estimate_artifact_bytes(LDA(), *args)
+
+
+@pytest.mark.parametrize("n", [1200, 3200])
+def test_kernel_estimate_bounds_a_large_c_fit_with_newton_steps(n: int) -> None:
+    """Noisy data at C = 100: faces of hundreds of free points, whose Newton steps gather their
+    rows (a whole matrix below 3,000 rows, cached rows above); the traced peak stays within."""
+    import tracemalloc
+
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(n, 8, n_informative=5, flip_y=0.2, random_state=0)
+    X = (X - X.mean(0)) / X.std(0)
+    estimator = KernelSVM(C=100.0, cache_mb=50)
+    tracemalloc.start()
+    try:
+        estimator.fit(X, y)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert estimator.n_iter_.max() > 0
+    assert peak <= estimate_fit_bytes(estimator, n, 8, 2)
