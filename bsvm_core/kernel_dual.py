@@ -7,9 +7,11 @@ else to SMO alone (``solvers.smo``); up to ``DENSE_MAX_ROWS`` rows on a whole ke
 ``DOUBLED_MAX_ROWS`` rows run their SMO on [D | D] (``solvers.smo_distances``), up to
 ``DOUBLED_PROBE_MAX_ROWS`` rows the active sets' probe too; on either, with a
 whole rbf matrix and finite C, Newton steps on the free face (``solvers.face_newton``) join
-SMO's. Many one-vs-one rbf problems at once go to ``solvers.lockstep_smo`` over each problem's
+SMO's, as they do in ``solvers.smo`` on a whole matrix or on cached rbf rows
+(``solvers.cached_newton``). Many one-vs-one rbf problems at once go to ``solvers.lockstep_smo`` over each problem's
 block of one kernel matrix of all rows (``solvers.lockstep_blocks``), with the same hand-over to
-active sets, also taken by all problems at once (``solvers.lockstep_active_set``). Other one-vs-rest fits within ``DENSE_MAX_ROWS``, and
+active sets, also taken by all problems at once (``solvers.lockstep_active_set``). Other
+one-vs-rest fits within ``DENSE_MAX_ROWS``, and
 one-vs-one fits within ``SHARED_SUBSET_MAX_ROWS``, solve their problems one by one on one kernel
 matrix of all rows: a one-vs-one problem that SMO solves alone runs on the [D | D] of all rows with
 the other classes' rows out of its sets, one that may hand over to active sets on its rows' block.
