@@ -16,13 +16,8 @@ from ._einsum import einsum
 from ._svm_base import SVMClassifierBase
 from ._validation import FLOAT_MAX, check_fitted, check_predict_data
 from .exceptions import BsvmValueError, ConvergenceWarning, DataRangeError, NotSeparableError
-from .kernel_dual import (
-    lockstep_applies,
-    shared_matrix_applies,
-    solve_dual,
-    solve_in_lockstep,
-    solve_on_shared_matrix,
-)
+from .kernel_dual import shared_matrix_applies, solve_dual, solve_on_shared_matrix
+from .kernel_lockstep import lockstep_applies, solve_in_lockstep
 from .kernel_rows import kernel_rows
 from .kernels import (
     KERNELS,
@@ -111,7 +106,7 @@ class KernelSVM(SVMClassifierBase):
     (``solvers.active_set``; SMO resumes when it gives up), which meets the same stopping rule.
     One-vs-one rbf fits of many problems take the probe and the active-set rounds of all problems
     at once (``solvers.lockstep_smo``, ``solvers.lockstep_active_set``), from
-    ``LOCKSTEP_ACTIVE_SET_MIN_ROWS`` rows a problem.
+    ``kernel_lockstep.LOCKSTEP_ACTIVE_SET_MIN_ROWS`` rows a problem.
 
     Parameters
     ----------
@@ -357,7 +352,7 @@ class KernelSVM(SVMClassifierBase):
         self, X: np.ndarray, problems: list[tuple[np.ndarray, np.ndarray]]
     ) -> list[BinaryKernelModel] | None:
         """Many problems solved together, or None: one at a time (joblib's when ``n_jobs`` asks).
-        Many one-vs-one rbf problems go in lockstep (``kernel_dual.solve_in_lockstep``, not with
+        Many one-vs-one rbf problems go in lockstep (``kernel_lockstep.solve_in_lockstep``, not with
         ``max_iter`` or ``n_jobs``); where ``kernel_dual.shared_matrix_applies`` says so, they
         take their matrices from one kernel matrix of all rows, in this process whatever
         ``n_jobs`` is (``kernel_dual.solve_on_shared_matrix``: small fits, and the models must not

@@ -18,8 +18,8 @@ from .kernel_dual import (
     BATCHED_MIN_ROWS,
     DENSE_MAX_ROWS,
     DOUBLED_PROBE_MAX_ROWS,
-    lockstep_applies,
 )
+from .kernel_lockstep import lockstep_applies
 from .kernel_svm import KernelSVM
 from .lda import LDA
 from .linear_svm import LinearSVM
@@ -114,7 +114,7 @@ def estimate_fit_bytes(estimator: Any, n_samples: int, n_features: int, n_classe
     gathering buffer below ``ACTIVE_SET_MAX_ROWS``: up to 24 n² bytes, 40 n² up to
     ``kernel_dual.DOUBLED_PROBE_MAX_ROWS`` (the probe's [D | D] and the rows of D^(−1/2) of an SMO
     resumed after the active sets); one-vs-one fits that
-    ``kernel_dual.lockstep_applies`` takes: a float32 matrix and the problems' float32 blocks
+    ``kernel_lockstep.lockstep_applies`` takes: a float32 matrix and the problems' float32 blocks
     (``solvers.lockstep_blocks``), (12 − 8/K) n² on K balanced classes, more on skewed ones
     but then as many blocks at a time as ``cache_mb`` holds: 12 n² within ``cache_mb``), beside
     them a face-Newton step's arrays (k = min(n, ``smo.NEWTON_MAX_FREE``) free points: k rows of

@@ -8,7 +8,7 @@ from sklearn.datasets import load_digits, make_classification
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
-from bsvm_core import kernel_dual
+from bsvm_core import kernel_dual, kernel_lockstep
 from bsvm_core.exceptions import NotSeparableError
 from bsvm_core.kernel_svm import KernelSVM
 from bsvm_core.kernels import (
@@ -179,14 +179,14 @@ def test_digits_one_vs_one_uses_it_and_agrees_with_libsvm(monkeypatch: pytest.Mo
     X, y = load_digits(return_X_y=True)
     X = StandardScaler().fit_transform(X)
     results: list = []
-    batched = kernel_dual.lockstep_active_sets
+    batched = kernel_lockstep.lockstep_active_sets
 
     def spy(*args: object) -> list:
         out = batched(*args)
         results.extend(out)
         return out
 
-    monkeypatch.setattr(kernel_dual, "lockstep_active_sets", spy)
+    monkeypatch.setattr(kernel_lockstep, "lockstep_active_sets", spy)
     ours = KernelSVM().fit(X, y)
     assert len(results) == 45 and all(r is not None for r in results)  # all 45, in lockstep
     ref = SVC().fit(X, y)

@@ -10,6 +10,7 @@ from sklearn.datasets import load_digits, make_classification
 from sklearn.preprocessing import StandardScaler
 
 import bsvm_core.kernel_dual as kernel_dual
+import bsvm_core.kernel_lockstep as kernel_lockstep
 from bsvm_core import KernelSVM
 from bsvm_core.kernel_matrices import matrix_block, rbf_distance_matrix
 from bsvm_core.kernels import resolve_gamma
@@ -168,7 +169,7 @@ def test_the_estimator_resumes_smo_where_the_active_sets_give_up(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     X, y = _data(700, 5, seed=5, flip=0.1)
-    real = kernel_dual.lockstep_active_sets
+    real = kernel_lockstep.lockstep_active_sets
     given_up = []
 
     def half(D, jobs, starts, *args):
@@ -177,7 +178,7 @@ def test_the_estimator_resumes_smo_where_the_active_sets_give_up(
         return [None if p % 2 == 0 else r for p, r in enumerate(out)]
 
     reference = KernelSVM(C=5.0).fit(X, y)
-    monkeypatch.setattr(kernel_dual, "lockstep_active_sets", half)
+    monkeypatch.setattr(kernel_lockstep, "lockstep_active_sets", half)
     resumed = KernelSVM(C=5.0).fit(X, y)
     assert given_up
     np.testing.assert_allclose(resumed.objective_, reference.objective_, rtol=1e-3)
@@ -230,19 +231,19 @@ def test_lockstep_pairs_from_150_rows_hand_over_and_keep_the_model(
     and the model is the one-at-a-time fit's (pairs that small stay with SMO there)."""
     X, y = _data(850, 10, seed=7, flip=0.05)
     sizes = []
-    real = kernel_dual.lockstep_active_sets
+    real = kernel_lockstep.lockstep_active_sets
 
     def spy(D, jobs, *args):
         sizes.extend(rows.size for rows, _ in jobs)
         return real(D, jobs, *args)
 
-    monkeypatch.setattr(kernel_dual, "lockstep_active_sets", spy)
+    monkeypatch.setattr(kernel_lockstep, "lockstep_active_sets", spy)
     joint = KernelSVM(C=10.0).fit(X, y)
     assert sizes and all(
-        kernel_dual.LOCKSTEP_ACTIVE_SET_MIN_ROWS <= s < kernel_dual.ACTIVE_SET_MIN_ROWS
+        kernel_lockstep.LOCKSTEP_ACTIVE_SET_MIN_ROWS <= s < kernel_dual.ACTIVE_SET_MIN_ROWS
         for s in sizes
     )
-    monkeypatch.setattr(kernel_dual, "LOCKSTEP_MIN_PROBLEMS", 10**9)
+    monkeypatch.setattr(kernel_lockstep, "LOCKSTEP_MIN_PROBLEMS", 10**9)
     alone = KernelSVM(C=10.0).fit(X, y)
     np.testing.assert_allclose(joint.objective_, alone.objective_, rtol=1e-4)
     assert np.mean(joint.predict(X) == alone.predict(X)) >= 0.995

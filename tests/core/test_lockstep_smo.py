@@ -9,7 +9,7 @@ from sklearn.datasets import load_digits, make_classification
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
-import bsvm_core.kernel_dual as kernel_dual
+import bsvm_core.kernel_lockstep as kernel_lockstep
 import bsvm_core.kernel_matrices as kernel_matrices
 from bsvm_core import KernelSVM
 from bsvm_core.kernels import kernel_block_function, kernel_row_function, resolve_gamma
@@ -89,9 +89,9 @@ def test_digits_match_libsvm_through_the_estimator(monkeypatch: pytest.MonkeyPat
     X, y = load_digits(return_X_y=True)
     X = StandardScaler().fit_transform(X)
     calls = []
-    real = kernel_dual.lockstep_smo
+    real = kernel_lockstep.lockstep_smo
     monkeypatch.setattr(
-        kernel_dual, "lockstep_smo", lambda *a, **k: calls.append(1) or real(*a, **k)
+        kernel_lockstep, "lockstep_smo", lambda *a, **k: calls.append(1) or real(*a, **k)
     )
     ours = KernelSVM(C=1.0).fit(X, y)
     assert calls  # the lockstep path was taken
@@ -126,20 +126,24 @@ def test_other_fits_solve_one_problem_at_a_time(
     params: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     X, y = _data(300, 5, seed=3)
-    monkeypatch.setattr(kernel_dual, "lockstep_smo", lambda *a, **k: pytest.fail("lockstep used"))
+    monkeypatch.setattr(
+        kernel_lockstep, "lockstep_smo", lambda *a, **k: pytest.fail("lockstep used")
+    )
     KernelSVM(**params).fit(X, y)
 
 
 def test_few_problems_stay_one_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
     X, y = _data(300, 4, seed=4)  # 6 problems
-    monkeypatch.setattr(kernel_dual, "lockstep_smo", lambda *a, **k: pytest.fail("lockstep used"))
+    monkeypatch.setattr(
+        kernel_lockstep, "lockstep_smo", lambda *a, **k: pytest.fail("lockstep used")
+    )
     KernelSVM().fit(X, y)
 
 
 def test_lockstep_and_one_at_a_time_give_the_same_model(monkeypatch: pytest.MonkeyPatch) -> None:
     X, y = _data(700, 5, seed=5)
     joint = KernelSVM(C=3.0).fit(X, y)
-    monkeypatch.setattr(kernel_dual, "LOCKSTEP_MIN_PROBLEMS", 10**9)
+    monkeypatch.setattr(kernel_lockstep, "LOCKSTEP_MIN_PROBLEMS", 10**9)
     alone = KernelSVM(C=3.0).fit(X, y)
     np.testing.assert_allclose(joint.objective_, alone.objective_, rtol=1e-5)
     assert np.mean(joint.predict(X) == alone.predict(X)) >= 0.998
@@ -192,7 +196,7 @@ def test_close_pairs_far_from_the_centre_take_float64_exponents(
         kernel_matrices.float32_exponent_error(X, 0.5) > kernel_matrices.FLOAT32_EXPONENT_MAX_ERROR
     )
     joint = KernelSVM(C=10.0, gamma=0.5).fit(X, y)
-    monkeypatch.setattr(kernel_dual, "LOCKSTEP_MIN_PROBLEMS", 10**9)
+    monkeypatch.setattr(kernel_lockstep, "LOCKSTEP_MIN_PROBLEMS", 10**9)
     alone = KernelSVM(C=10.0, gamma=0.5).fit(X, y)
     np.testing.assert_allclose(joint.objective_, alone.objective_, rtol=1e-5)
 
@@ -214,7 +218,7 @@ def test_random_sets_match_one_at_a_time(seed: int, monkeypatch: pytest.MonkeyPa
     params = {"C": float(rng.choice([0.1, 1.0, 100.0])), "gamma": rng.choice(["scale", 0.01, 10.0])}
     params["gamma"] = params["gamma"] if params["gamma"] == "scale" else float(params["gamma"])
     joint = KernelSVM(**params).fit(X, y)
-    monkeypatch.setattr(kernel_dual, "LOCKSTEP_MIN_PROBLEMS", 10**9)
+    monkeypatch.setattr(kernel_lockstep, "LOCKSTEP_MIN_PROBLEMS", 10**9)
     alone = KernelSVM(**params).fit(X, y)
     scale = np.maximum(np.abs(alone.objective_), 1e-9)
     assert np.max(np.abs(joint.objective_ - alone.objective_) / scale) < 1e-3
@@ -230,9 +234,9 @@ def test_blocks_beyond_the_cache_go_a_few_problems_at_a_time(
     roomy = KernelSVM(C=1.0).fit(X, y)
     n = X.shape[0]
     calls = []
-    real = kernel_dual.lockstep_smo
+    real = kernel_lockstep.lockstep_smo
     monkeypatch.setattr(
-        kernel_dual,
+        kernel_lockstep,
         "lockstep_smo",
         lambda D, jobs, *a, **k: calls.append(len(jobs)) or real(D, jobs, *a, **k),
     )
