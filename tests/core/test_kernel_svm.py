@@ -222,7 +222,7 @@ def test_kept_support_norms_change_no_decision_value(monkeypatch: pytest.MonkeyP
     old = KernelSVM(kernel="rbf", multiclass="ovr").fit(X, y)
     del old._support_sq
     np.testing.assert_array_equal(old.decision_function(X), kept)
-    monkeypatch.setattr("bsvm_core.kernel_svm.PREDICT_BLOCK_MB", 8 * S.shape[0] * 7 / 2**20)
+    monkeypatch.setattr("bsvm_core.kernel_decision.PREDICT_BLOCK_MB", 8 * S.shape[0] * 7 / 2**20)
     blocked = est.decision_function(X)  # blocks of 7 rows (BLAS may sum them in another order)
     np.testing.assert_array_equal(old.decision_function(X), blocked)
     np.testing.assert_allclose(blocked, kept, rtol=0, atol=1e-12)
