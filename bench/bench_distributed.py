@@ -44,238 +44,41 @@ import shutil
 import signal
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx
 import numpy as np
 
-from bench.server import peak_rss_mb, process_tree, reset_peak_rss, start_server, stop_server
+from bench.distributed_cluster import PeakWatch, local_cluster
+from bench.distributed_data import (
+    BUCKET,
+    FEATURES,
+    GROUP_ROWS,
+    N_FEATURES,
+    QUICK_GROUP_ROWS,
+    QUICK_SHARD_ROWS,
+    SHARD_ROWS,
+    TARGET,
+    ensure_shards,
+    moto_s3,
+    read_rows,
+    s3_client,
+    shard_files,
+    upload,
+)
+from bench.distributed_report import Row, markdown, report
+from bench.server import peak_rss_mb, reset_peak_rss, start_server, stop_server
 
-N_FEATURES = 20
-FEATURES = [f"f{j}" for j in range(N_FEATURES)]
-TARGET = "label"
-SHARD_ROWS = 500_000
-"""Rows a Parquet file holds (the last one of a size may hold fewer)."""
-GROUP_ROWS = 125_000
-"""Rows a row group holds: one partition of a training by reference."""
-QUICK_SHARD_ROWS, QUICK_GROUP_ROWS = 50_000, 12_500
-BUCKET = "bsvm-bench"
 MODELS = ("linear_svm", "em_svm", "lda")
 PARAMS: dict[str, dict[str, Any]] = {"linear_svm": {"C": 1.0}, "em_svm": {}, "lda": {}}
-NOISE = 0.5
-"""Label noise: y = [x'w + NOISE·ε > 0], so the classes overlap (a realistic margin band)."""
 OBJECTIVE_RTOL = 1e-8
 """The tolerance of ``tests/core/test_partitioned_fits_dask.py``: the same optimum as in memory."""
 COEF_ATOL = 1e-6
 POLL_S = 0.05
 JOB_TIMEOUT_S = 1800.0
-GOAL_LINEAR_10M_S = 40.0
-GOAL_RATIO = 3.0
-GOAL_BATCH_ROWS_S = 500_000.0
-
-
-def load_average() -> str:
-    """The 1-minute load average, as ``uptime`` prints it."""
-    return f"{os.getloadavg()[0]:.2f}"
-
-
-# -- data -----------------------------------------------------------------------------------------
-def true_weights() -> np.ndarray:
-    """The weights behind every shard's labels (fixed)."""
-    return np.random.default_rng(0).normal(size=N_FEATURES)
-
-
-def write_shard(path: Path, index: int, rows: int, group_rows: int) -> None:
-    """One shard of ``rows`` rows (seeded by its index), row groups of ``group_rows``."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    rng = np.random.default_rng([25, index])
-    X = rng.standard_normal((rows, N_FEATURES))
-    y = (X @ true_weights() + NOISE * rng.standard_normal(rows) > 0).astype(np.int64)
-    table = pa.table({**{name: X[:, j] for j, name in enumerate(FEATURES)}, TARGET: y})
-    tmp = path.with_name(f".{path.name}.tmp")
-    pq.write_table(table, tmp, row_group_size=group_rows)
-    tmp.rename(path)
-
-
-def ensure_shards(root: Path, n_rows: int, shard_rows: int, group_rows: int) -> Path:
-    """The folder of ``n_rows`` rows in shards, written unless a previous run completed it.
-
-    One shard at a time: at most ``shard_rows`` rows are in memory. ``_COMPLETE`` (skipped by the
-    service's listings, as every ``_`` name) marks a finished folder.
-    """
-    folder = root / f"rows-{n_rows}-shard-{shard_rows}-group-{group_rows}"
-    done = folder / "_COMPLETE"
-    if done.exists():
-        return folder
-    folder.mkdir(parents=True, exist_ok=True)
-    start = time.perf_counter()
-    for i, first in enumerate(range(0, n_rows, shard_rows)):
-        write_shard(
-            folder / f"part-{i:05d}.parquet", i, min(shard_rows, n_rows - first), group_rows
-        )
-    done.write_text(json.dumps({"rows": n_rows, "seconds": time.perf_counter() - start}))
-    sys.stderr.write(f"[bench] wrote {folder} in {time.perf_counter() - start:.1f} s\n")
-    return folder
-
-
-def shard_files(folder: Path) -> list[Path]:
-    """The shards of a folder, in name order (the order the service reads them in)."""
-    return sorted(folder.glob("part-*.parquet"))
-
-
-def read_rows(folder: Path) -> tuple[np.ndarray, np.ndarray]:
-    """Every row of the folder into one C-ordered float64 X (filled shard by shard) and y."""
-    import pyarrow.parquet as pq
-
-    files = shard_files(folder)
-    n = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
-    X, y, at = np.empty((n, N_FEATURES)), np.empty(n, dtype=np.int64), 0
-    for f in files:
-        table = pq.read_table(f)
-        rows = table.num_rows
-        for j, name in enumerate(FEATURES):
-            X[at : at + rows, j] = table.column(name).to_numpy()
-        y[at : at + rows] = table.column(TARGET).to_numpy()
-        at += rows
-        del table
-    return X, y
-
-
-# -- S3 on loopback -------------------------------------------------------------------------------
-@contextlib.contextmanager
-def moto_s3() -> Iterator[str]:
-    """A moto S3 server on a free loopback port with fake credentials and the bench's bucket.
-
-    The credentials go into this process's environment, so that the server and the Dask workers
-    started afterwards inherit them (as ``tests/service/conftest.py`` does with monkeypatch).
-    """
-    import logging
-
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"):
-        os.environ.pop(name, None)
-    os.environ.update(
-        AWS_ACCESS_KEY_ID="testing",
-        AWS_SECRET_ACCESS_KEY="testing",
-        AWS_DEFAULT_REGION="us-east-1",
-        AWS_CONFIG_FILE=os.devnull,
-        AWS_SHARED_CREDENTIALS_FILE=os.devnull,
-    )
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    try:
-        host, port = server.get_host_and_port()
-        endpoint = f"http://{host}:{port}"
-        s3_client(endpoint).create_bucket(Bucket=BUCKET)
-        yield endpoint
-    finally:
-        server.stop()
-
-
-def s3_client(endpoint: str) -> Any:
-    import boto3
-
-    return boto3.client("s3", endpoint_url=endpoint)
-
-
-def upload(endpoint: str, folder: Path) -> str:
-    """The folder's shards put under ``s3://BUCKET/<folder name>/``; that prefix."""
-    client = s3_client(endpoint)
-    start = time.perf_counter()
-    for f in shard_files(folder):
-        client.upload_file(str(f), BUCKET, f"{folder.name}/{f.name}")
-    sys.stderr.write(f"[bench] uploaded {folder.name} in {time.perf_counter() - start:.1f} s\n")
-    return f"s3://{BUCKET}/{folder.name}/"
-
-
-# -- cluster, server and their memory ------------------------------------------------------------
-@contextlib.contextmanager
-def local_cluster() -> Iterator[Any]:
-    """A 2-worker, 1-thread-each process ``LocalCluster`` and a client of it.
-
-    Workers are not daemonic: each training's driver is a subprocess of a worker
-    (``service.training.executors``).
-    """
-    import dask
-    import distributed
-
-    with (
-        dask.config.set({"distributed.worker.daemon": False}),
-        distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            memory_limit="8GiB",
-        ) as cluster,
-        distributed.Client(cluster) as client,
-    ):
-        yield cluster, client
-
-
-def children(pid: int) -> list[int]:
-    """The direct children of ``pid``."""
-    out = []
-    for task in Path(f"/proc/{pid}/task").glob("*/children"):
-        with contextlib.suppress(OSError):
-            out.extend(int(child) for child in task.read_text().split())
-    return out
-
-
-class PeakWatch:
-    """Peak RSS (``VmHWM``) of the server, the Dask workers and the job's driver.
-
-    ``VmHWM`` of the long-lived processes is reset at ``start`` (``clear_refs``); a thread samples
-    the short-lived fit processes (the driver: a child of a worker's training forkserver) every
-    0.1 s until ``stop``.
-    """
-
-    def __init__(self, server_pid: int, worker_pids: Sequence[int]) -> None:
-        self.server_pid, self.worker_pids = server_pid, list(worker_pids)
-        self._done = threading.Event()
-        self._thread: threading.Thread | None = None
-        self.descendants: dict[int, float] = {}
-
-    def start(self) -> PeakWatch:
-        for pid in [self.server_pid, *self.worker_pids]:
-            reset_peak_rss(pid)
-        self.descendants = {}
-        self._done.clear()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
-        return self
-
-    def _sample(self) -> None:
-        while True:
-            for worker in self.worker_pids:
-                # the worker's children are its training forkserver and resource tracker; the
-                # fits are the forkserver's children
-                for child in children(worker):
-                    for pid in process_tree(child)[1:]:
-                        peak = peak_rss_mb(pid)
-                        self.descendants[pid] = max(self.descendants.get(pid, 0.0), peak)
-            if self._done.wait(0.1):
-                return
-
-    def stop(self) -> dict[str, Any]:
-        """{"server": MB, "driver": MB, "workers": [MB, MB]} since ``start``."""
-        self._done.set()
-        if self._thread is not None:
-            self._thread.join()
-        return {
-            "server": peak_rss_mb(self.server_pid),
-            "driver": max(self.descendants.values(), default=0.0),
-            "workers": [peak_rss_mb(pid) for pid in self.worker_pids],
-        }
 
 
 def run_job(http: httpx.Client, path: str, body: dict[str, Any]) -> tuple[float, dict[str, Any]]:
@@ -397,60 +200,6 @@ def dask_ml_fit(client: Any, folder: Path) -> float:
 
 
 # -- the run ---------------------------------------------------------------------------------------
-@dataclass
-class Row:
-    """One line of the table."""
-
-    rows: int
-    source: str
-    what: str
-    seconds: float | None = None
-    reference_s: float | None = None
-    rss: dict[str, Any] = field(default_factory=dict)
-    reference_rss: float | None = None
-    note: str = ""
-    load: str = field(default_factory=load_average)
-    data: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def ratio(self) -> float | None:
-        if self.seconds is None or not self.reference_s:
-            return None
-        return self.seconds / self.reference_s
-
-
-def _mb(value: float | None) -> str:
-    return "–" if value is None else f"{value:,.0f}"
-
-
-def _s(value: float | None) -> str:
-    return "–" if value is None else f"{value:.2f}"
-
-
-def markdown(rows: list[Row]) -> str:
-    """The table: each time with its reference, their ratio and the peak RSS of every process."""
-    head = (
-        "| rows | source | what | time (s) | per 1M rows (s) | reference (s) | ratio | "
-        "server / driver / workers peak RSS (MB) | reference peak RSS (MB) | load | note |"
-        # driver "–": the job starts no fit process (batch scoring runs as one task per file)
-    )
-    lines = [head, "|" + "---|" * 11]
-    for r in rows:
-        rss = r.rss
-        procs = (
-            f"{_mb(rss.get('server'))} / {_mb(rss.get('driver') or None)} / "
-            + " + ".join(_mb(w) for w in rss.get("workers", []))
-            if rss
-            else "–"
-        )
-        per = None if r.seconds is None else r.seconds / (r.rows / 1e6)
-        ratio = "–" if r.ratio is None else f"{r.ratio:.2f}x"
-        lines.append(
-            f"| {r.rows:,} | {r.source} | {r.what} | {_s(r.seconds)} | {_s(per)} | "
-            f"{_s(r.reference_s)} | {ratio} | {procs} | {_mb(r.reference_rss)} | {r.load} | "
-            f"{r.note} |"
-        )
-    return "\n".join(lines)
 
 
 def train_rows(
@@ -660,49 +409,6 @@ def remove_prefix(endpoint: str | None, prefix: str) -> None:
     listing = client.list_objects_v2(Bucket=BUCKET, Prefix=prefix)
     for item in listing.get("Contents", []):
         client.delete_object(Bucket=BUCKET, Key=item["Key"])
-
-
-def goals(rows: list[Row]) -> list[str]:
-    """The issue's goals, each with the figures that judge it (printed, never asserted)."""
-    out = []
-    trained = [r for r in rows if r.what.endswith("by reference") and r.seconds]
-    for key in sorted({(r.source, r.what) for r in trained}):
-        series = sorted((r.rows, r.seconds) for r in trained if (r.source, r.what) == key)
-        if len(series) > 1:
-            (n0, t0), (n1, t1) = series[0], series[-1]
-            growth = (t1 / t0) / (n1 / n0)
-            out.append(
-                f"- linear in rows, {key[1]} ({key[0]}): {n0:,} → {n1:,} rows × {n1 / n0:.0f}, "
-                f"time × {t1 / t0:.2f} (time per row × {growth:.2f}; 1.00 is linear)"
-            )
-    for r in trained:
-        if r.what == "linear_svm by reference" and r.rows >= 10_000_000:
-            verdict = "met" if r.seconds <= GOAL_LINEAR_10M_S else "NOT met"
-            out.append(
-                f"- 10M × 20 linear_svm by reference ({r.source}) ≤ {GOAL_LINEAR_10M_S:.0f} s: "
-                f"{r.seconds:.1f} s ({verdict if r.source == 'local' else 'reported'})"
-            )
-    for r in trained:
-        if r.ratio is not None:
-            verdict = "met" if r.ratio <= GOAL_RATIO else "NOT met"
-            out.append(
-                f"- by reference ≤ {GOAL_RATIO:g}× in memory, {r.what} {r.rows:,} "
-                f"({r.source}): {r.ratio:.2f}× ({verdict})"
-            )
-    for r in rows:
-        if r.what.startswith("batch") and r.seconds and r.rows >= 10_000_000:
-            speed = r.data["rows_per_s"]
-            verdict = "met" if speed >= GOAL_BATCH_ROWS_S else "NOT met"
-            out.append(
-                f"- batch scoring of 10M rows ({r.source}) ≥ {GOAL_BATCH_ROWS_S:,.0f} rows/s: "
-                f"{speed:,.0f} rows/s ({verdict if r.source == 'local' else 'reported'})"
-            )
-    return out
-
-
-def report(rows: list[Row]) -> str:
-    """The table, then the goals."""
-    return markdown(rows) + "\n\nGoals (issue 25):\n" + "\n".join(goals(rows)) + "\n"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
