@@ -54,7 +54,10 @@ def check_params(est: Any) -> None:
         ),
         (is_number(est.tol) and est.tol > 0, "tol must be > 0."),
         (is_integer(est.max_iter) and est.max_iter >= 1, "max_iter must be an integer >= 1."),
-        (est.multiclass == "ovr", f"multiclass must be 'ovr', got {est.multiclass!r}."),
+        (
+            est.multiclass in ("ovr", "ovo"),
+            f"multiclass must be 'ovr' or 'ovo', got {est.multiclass!r}.",
+        ),
         (
             est.method != "spike_slab" or est.alpha in (1.0, 2.0),
             "spike_slab supports alpha 1 (Laplace slab) or 2 (Gaussian slab) only.",

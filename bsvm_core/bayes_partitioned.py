@@ -15,6 +15,7 @@ import numpy as np
 from sklearn.utils.validation import check_random_state
 
 from .exceptions import BsvmValueError
+from .multiclass import binary_problems
 from .partition_moments import column_moments
 from .partitions import RowPartitions
 from .solvers.bayes_em import warm_point
@@ -51,7 +52,13 @@ class PartitionFitMixin:
             raise BsvmValueError(
                 f"y contains {moments.classes.size} class; a classifier needs at least 2 classes."
             )
+        if moments.classes.size > 2 and self.multiclass == "ovo":
+            raise BsvmValueError(
+                "multiclass='ovo' cannot be fitted by partitions yet (each pair's sums need its "
+                "own rows); use multiclass='ovr', or load the rows and call fit."
+            )
         self.classes_ = moments.classes
+        self.binary_problems_ = binary_problems(self.classes_.size, "ovr")
         self.n_features_in_ = int(parts.n_features)
         if hasattr(self, "feature_names_in_"):
             del self.feature_names_in_

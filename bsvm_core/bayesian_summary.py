@@ -55,6 +55,23 @@ def feature_names(est: Any) -> list[str]:
     return [f"x{j}" for j in range(est.n_features_in_)]
 
 
+def problem_classes(est: Any) -> list[tuple[Any, Any]]:
+    """(class, versus) labels of each binary problem: versus None in one-vs-rest."""
+    from .multiclass import REST, binary_problems
+
+    classes = est.classes_.tolist()
+    problems = getattr(est, "binary_problems_", None) or binary_problems(len(classes), "ovr")
+    return [(classes[pos], None if neg == REST else classes[neg]) for pos, neg in problems]
+
+
+def problem_names(est: Any) -> list[str]:
+    """A name for each binary problem in messages: ``class 'a'`` or ``'a' vs 'b'``."""
+    return [
+        f"class {pos!r}" if neg is None else f"{pos!r} vs {neg!r}"
+        for pos, neg in problem_classes(est)
+    ]
+
+
 def _with_intercept(est: Any, beta: np.ndarray, scale: str) -> np.ndarray:
     """(..., k) standardised β → (..., 1 + d) with the intercept first, on the requested scale."""
     if scale == "original":
@@ -104,13 +121,16 @@ def draw_summary(draws: np.ndarray, level: float) -> dict[str, float | None]:
 
 
 def summarise(est: Any, level: float, scale: str) -> list[dict[str, Any]]:
-    """Rows {name, mean, sd, lower, upper, ess, rhat[, inclusion_prob][, class]}, intercept first."""
+    """Rows {name, mean, sd, lower, upper, ess, rhat[, inclusion_prob][, class[, versus]]},
+    intercept first: ``class`` is the problem's positive class with more than two classes,
+    ``versus`` its negative class in one-vs-one."""
     _check_level(level)
     names = ["intercept", *feature_names(est)]
     means = coefficient_means(est, scale)
     draws = coefficient_draws(est, scale) if hasattr(est, "beta_draws_std_") else None
     incl = getattr(est, "inclusion_prob_", None)
     n_problems = means.shape[0]
+    labels = problem_classes(est) if n_problems > 1 else []
     rows: list[dict[str, Any]] = []
     for p in range(n_problems):
         for j, name in enumerate(names):
@@ -121,6 +141,8 @@ def summarise(est: Any, level: float, scale: str) -> list[dict[str, Any]]:
             if incl is not None:
                 row["inclusion_prob"] = 1.0 if j == 0 else float(incl[p, j - 1])
             if n_problems > 1:
-                row["class"] = est.classes_[p].item()
+                row["class"] = labels[p][0]
+                if labels[p][1] is not None:
+                    row["versus"] = labels[p][1]
             rows.append(row)
     return rows

@@ -22,13 +22,14 @@ from .bayesian_summary import (
     coefficient_means,
     decision_draws,
     feature_names,
+    problem_names,
     summarise,
 )
 from .draw_quantiles import DEFAULT_MAX_BYTES, default_threads
 from .exceptions import BsvmValueError, MCMCConvergenceWarning
 from .linear_rows import linear_rows
 from .mcmc_convergence import MIN_DRAWS, chain_diagnostics, convergence_message
-from .multiclass import binary_problems, problem_targets
+from .multiclass import REST, binary_problems, label_index, ovo_votes, problem_targets
 from .row_plans import RowPlan, svm_output
 from .solvers.bayes_em import warm_point
 
@@ -98,8 +99,10 @@ class BayesianSVM(PartitionFitMixin, ClassifierMixin, BaseEstimator):
         EM/ECME iteration cap.
     fit_intercept : bool, default=True
         Fit an unpenalised intercept. Without it predictors are scaled but not centred.
-    multiclass : {"ovr"}, default="ovr"
-        One-vs-rest: one independent binary model per class.
+    multiclass : {"ovr", "ovo"}, default="ovr"
+        More than two classes: one-vs-rest (one binary model per class on every row) or
+        one-vs-one (one per pair of classes on the pair's rows, votes as in ``KernelSVM``). Every
+        problem is fitted on X standardised over all rows, so each prior acts on the same scale.
     random_state : int, RandomState or None
         Seeds the MCMC chains (independent children of one ``np.random.SeedSequence``).
     n_jobs : int or None
@@ -116,9 +119,13 @@ class BayesianSVM(PartitionFitMixin, ClassifierMixin, BaseEstimator):
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
-    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+    binary_problems_ : list of (int, int)
+        (positive, negative) class indices of each binary problem (``multiclass.binary_problems``;
+        negative ``REST`` in one-vs-rest): the row order of ``coef_`` and of every per-problem
+        attribute.
+    coef_ : ndarray of shape (1, n_features) or (n_problems, n_features)
         Original scale: the mode (EM/ECME) or the Rao-Blackwellised posterior mean (MCMC).
-    intercept_ : ndarray of shape (1,) or (n_classes,)
+    intercept_ : ndarray of shape (1,) or (n_problems,)
     coef_std_ : ndarray, shape as ``coef_``
         The same coefficients on the standardised scale.
     nu_ : float or ndarray of shape (n_classes,)
@@ -209,7 +216,8 @@ class BayesianSVM(PartitionFitMixin, ClassifierMixin, BaseEstimator):
         check_params(self)
 
     def fit(self, X: Any, y: Any) -> BayesianSVM:
-        """Standardise X, then fit one binary model (two classes) or one per class (one-vs-rest)."""
+        """Standardise X, then fit one binary model (two classes), one per class (one-vs-rest) or
+        one per pair of classes on the pair's rows (one-vs-one)."""
         self._check_params()
         X, y = check_fit_data(self, X, y)
         self.classes_, y_idx = encode_labels(y)
@@ -218,8 +226,11 @@ class BayesianSVM(PartitionFitMixin, ClassifierMixin, BaseEstimator):
             Z = np.column_stack([np.ones(Z.shape[0]), Z])
         penalised = np.ones(Z.shape[1], dtype=bool)
         penalised[0] = not self.fit_intercept
-        problems = binary_problems(len(self.classes_), "ovr")
-        tasks = [problem_targets(y_idx, p)[1][:, None] * Z for p in problems]
+        self.binary_problems_ = binary_problems(len(self.classes_), str(self.multiclass))
+        tasks = []
+        for problem in self.binary_problems_:
+            rows, targets = problem_targets(y_idx, problem)
+            tasks.append(targets[:, None] * (Z if rows.all() else Z[rows]))
         if self.method in ("em", "ecme"):
             self._fit_modes(tasks, penalised)
         else:
@@ -334,7 +345,7 @@ class BayesianSVM(PartitionFitMixin, ClassifierMixin, BaseEstimator):
         self.rhat_, self.ess_ = chain_diagnostics(coefficient_draws(self, "original"))
         names = ["intercept", *feature_names(self)]
         if self.rhat_.shape[0] > 1:
-            names = [f"{n} (class {c!r})" for c in self.classes_.tolist() for n in names]
+            names = [f"{n} ({problem})" for problem in problem_names(self) for n in names]
         message = convergence_message(names, self.rhat_.ravel(), self.ess_.ravel())
         if self.n_draws < MIN_DRAWS:
             message = (
@@ -366,12 +377,26 @@ class BayesianSVM(PartitionFitMixin, ClassifierMixin, BaseEstimator):
         return float(values[0]) if len(values) == 1 else np.asarray(values, dtype=np.float64)
 
     # -- prediction ----------------------------------------------------------------------------------
-    def decision_function(self, X: Any) -> np.ndarray:
-        """x'β + b: shape (n,) for two classes (> 0 means classes_[1]), else (n, n_classes)."""
+    def _problems(self) -> list[tuple[int, int]]:
+        """``binary_problems_`` (models fitted before it was kept: one-vs-rest)."""
+        problems = getattr(self, "binary_problems_", None)
+        return problems if problems is not None else binary_problems(self.classes_.size, "ovr")
+
+    def _problem_decisions(self, X: Any) -> np.ndarray:
+        """x'β + b of every binary problem: (n, n_problems)."""
         check_fitted(self, "coef_")
         X = check_predict_data(self, X)
-        f = X @ self.coef_.T + self.intercept_
-        return f.ravel() if f.shape[1] == 1 else f
+        return X @ self.coef_.T + self.intercept_
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """x'β + b: shape (n,) for two classes (> 0 means classes_[1]), else (n, n_classes): one
+        per class in one-vs-rest; in one-vs-one each class's votes plus its summed confidence
+        squashed into (−1/3, 1/3) (``multiclass.ovo_votes``, as ``KernelSVM``)."""
+        f = self._problem_decisions(X)
+        if f.shape[1] == 1:
+            return f.ravel()
+        problems = self._problems()
+        return f if problems[0][1] == REST else ovo_votes(f, problems, self.classes_.size)
 
     def row_plan(
         self, mean: np.ndarray | None = None, scale: np.ndarray | None = None
@@ -380,21 +405,22 @@ class BayesianSVM(PartitionFitMixin, ClassifierMixin, BaseEstimator):
         decision, not its draws); None unfitted."""
         if not hasattr(self, "coef_"):
             return None
-        n_classes = self.classes_.size
-        problems = binary_problems(n_classes, "ovr")
+        n_classes, problems = self.classes_.size, self._problems()
         rows = linear_rows(np.atleast_2d(self.coef_).T, self.intercept_, mean, scale)
         return RowPlan(rows, problems, n_classes, svm_output(n_classes, problems))
 
     def predict(self, X: Any) -> np.ndarray:
-        """Class labels: sign of the decision (two classes) or its arg-max (one-vs-rest)."""
-        f = self.decision_function(X)
-        idx = (f > 0).astype(int) if f.ndim == 1 else np.argmax(f, axis=1)
-        return self.classes_[idx]
+        """Class labels: sign of the decision (two classes), its arg-max (one-vs-rest) or the
+        most votes (one-vs-one, ties to the larger summed confidence)."""
+        f = self._problem_decisions(X)
+        return self.classes_[label_index(f, self._problems(), self.classes_.size)]
 
     def predict_interval(
         self, X: Any, level: float = 0.95, max_bytes: int | float = DEFAULT_MAX_BYTES
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Equal-tailed credible interval of x'β + b from the MCMC draws; shapes as decision_function.
+        """Equal-tailed credible interval of x'β + b from the MCMC draws: (n,) for two classes,
+        else (n, n_problems), one per binary problem (``binary_problems_``: per class in
+        one-vs-rest, per pair in one-vs-one).
 
         The bounds are ``np.quantile`` (linear rule) of x'β_g + b_g over every chain's draws g,
         computed a block of rows at a time: a block's working memory stays within ``max_bytes``

@@ -142,7 +142,7 @@ def test_progress_callback_reports_and_cancels(binary_data: tuple[np.ndarray, np
 
 @pytest.mark.parametrize(
     "params", [{"alpha": 0.0}, {"alpha": 2.5}, {"nu": -1.0}, {"method": "vb"}, {"n_chains": 0},
-               {"multiclass": "ovo"}, {"b_nu": 0.0},
+               {"multiclass": "all"}, {"b_nu": 0.0},
                {"method": "spike_slab", "alpha": 1.5},
                {"method": "spike_slab", "alpha": 2.0, "learn_nu": True}],
 )  # fmt: skip

@@ -19,6 +19,7 @@ ESTIMATORS = [
     QDA(),
     BayesianSVM(method="em", random_state=0),
     BayesianSVM(method="mcmc", n_draws=60, burn_in=20, n_chains=2, random_state=0),
+    BayesianSVM(method="em", multiclass="ovo", random_state=0),
 ]
 
 # Checks that cannot pass, one by one, with the reason.
