@@ -38,6 +38,7 @@ from service.errors import (
     detail,
 )
 from service.inference.predict import check_outputs
+from service.model_problems import interval_columns
 from service.repository.store import ModelStore
 from service.schemas.batch import BatchPredictRequest
 from service.schemas.outputs import INTERVAL_COLUMNS, OUTPUTS, SHORT_NAMES, column_names
@@ -70,6 +71,8 @@ class BatchPlan:
     outputs: list[str]
     level: float
     classes: list[Any]
+    interval_columns: list[Any] | None = None
+    """``model_problems.interval_columns`` (None: the classes; plans queued before it existed)."""
 
     @property
     def output_url(self) -> str:
@@ -147,7 +150,13 @@ def plan_batch(body: BatchPredictRequest, store: ModelStore, settings: Settings)
         )
     if len(set(body.keep_columns)) != len(body.keep_columns):
         raise InvalidInput("duplicate keep_columns", [detail("keep_columns", "must be distinct")])
-    answer = {name for short in ordered for name in _answer_names(short, record["classes"])}
+    answer = {
+        name
+        for short in ordered
+        for name in _answer_names(
+            short, interval_columns(record) if short == "interval" else record["classes"]
+        )
+    }
     clash = [name for name in body.keep_columns if name in answer]
     if clash:
         raise InvalidInput(
@@ -170,6 +179,7 @@ def plan_batch(body: BatchPredictRequest, store: ModelStore, settings: Settings)
         outputs=ordered,
         level=body.level,
         classes=list(record["classes"]),
+        interval_columns=interval_columns(record),
     )
 
 
@@ -204,6 +214,7 @@ def _tasks(
             outputs=tuple(plan.outputs),
             level=plan.level,
             classes=tuple(plan.classes),
+            interval_columns=tuple(plan.interval_columns or plan.classes),
             budget_bytes=settings.predict_memory_mb * 2**20,
             target_scheme=plan.output_scheme,
             target_options=storage_options(plan.output_scheme, settings),

@@ -43,6 +43,8 @@ class PartitionTask:
     """Short names (``label``, ``decision``, ``probability``, ``interval``)."""
     level: float
     classes: tuple[Any, ...]
+    interval_columns: tuple[Any, ...]
+    """What names the interval columns (``model_problems.interval_columns``)."""
     budget_bytes: float
     target_scheme: str
     """The output's filesystem (``file``, ``s3``): inputs and outputs may live on different ones."""
@@ -74,16 +76,19 @@ def _arrow(values: np.ndarray, labels: bool) -> pa.Array:
 
 
 def answer_columns(
-    scores: dict[str, Any], classes: Sequence[Any]
+    scores: dict[str, Any], classes: Sequence[Any], intervals: Sequence[Any] | None = None
 ) -> tuple[list[str], list[pa.Array]]:
-    """The answer's columns, in the order and with the names of a ``text/csv`` answer."""
+    """The answer's columns, in the order and with the names of a ``text/csv`` answer
+    (``intervals``: what names the interval columns, default the classes)."""
     names: list[str] = []
     arrays: list[pa.Array] = []
 
-    def add(values: np.ndarray, prefix: str, labels: bool = False) -> None:
+    def add(
+        values: np.ndarray, prefix: str, labels: bool = False, by: Sequence[Any] = classes
+    ) -> None:
         values = np.asarray(values)
         per_class = values.ndim == 2
-        names.extend(column_names(prefix, classes, per_class))
+        names.extend(column_names(prefix, by, per_class))
         if per_class:
             arrays.extend(
                 _arrow(np.ascontiguousarray(values[:, k]), labels) for k in range(values.shape[1])
@@ -96,7 +101,7 @@ def answer_columns(
             add(scores[spec.short], spec.short, spec.labels)
     if "interval" in scores:
         for bound, prefix in zip(scores["interval"], INTERVAL_COLUMNS, strict=True):
-            add(bound, prefix)
+            add(bound, prefix, by=classes if intervals is None else intervals)
     return names, arrays
 
 
@@ -138,7 +143,7 @@ def score_partition(
             _cancel_check(stop)
             X = feature_matrix(batch, task.features, where)
             scores = score_arrays(estimator, X, outputs, task.level, task.budget_bytes)
-            names, arrays = answer_columns(scores, task.classes)
+            names, arrays = answer_columns(scores, task.classes, task.interval_columns)
             kept = [batch.column(name) for name in task.keep]
             writer.write(pa.table(kept + arrays, names=[*task.keep, *names]))
             schema_of_keep = batch.schema
@@ -162,7 +167,7 @@ def _empty_answer(task: PartitionTask, schema: pa.Schema | None) -> pa.Table:
                 fields.append(pa.field(name, label_type if spec.labels else pa.float64()))
     if "interval" in task.outputs:
         for prefix in INTERVAL_COLUMNS:
-            for name in column_names(prefix, task.classes, len(task.classes) > 2):
+            for name in column_names(prefix, task.interval_columns, len(task.classes) > 2):
                 fields.append(pa.field(name, pa.float64()))
     return pa.schema(fields).empty_table()
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from bsvm_core.bayesian_summary import draw_summary
 from service.errors import Conflict, InvalidInput, detail
+from service.model_problems import is_pairwise, problem_classes
 from service.model_types import model_types_with
 from service.plots.trace import CoefficientTrace
 from service.repository.store import ModelStore
@@ -99,9 +100,22 @@ def _coefficient_column(coef: str, names: Sequence[str]) -> int | None:
     )
 
 
-def _problem_index(class_label: str | None, classes: list[Any]) -> int:
-    """Row of the one-vs-rest problem of ``class_label`` (0 for two classes); 422 when unusable."""
-    labels = [str(c) for c in classes]
+def _problem_index(class_label: str | None, versus: str | None, record: dict[str, Any]) -> int:
+    """Row of the problem ``class_label`` (and, one-vs-one, ``versus``) names (0 for two
+    classes); 422 when unusable."""
+    if is_pairwise(record):
+        return _pair_index(class_label, versus, record)
+    if versus is not None:
+        raise InvalidInput(
+            "versus does not apply",
+            [
+                detail(
+                    "versus",
+                    "only one-vs-one models with more than two classes have pairs; omit versus",
+                )
+            ],
+        )
+    labels = [str(c) for c in record["classes"]]
     if len(labels) == 2:
         if class_label is None or class_label == labels[1]:
             return 0
@@ -120,6 +134,25 @@ def _problem_index(class_label: str | None, classes: list[Any]) -> int:
     )
 
 
+def _pair_index(class_label: str | None, versus: str | None, record: dict[str, Any]) -> int:
+    """Row of the one-vs-one problem of the pair (``class_label``, ``versus``), either order."""
+    pairs = [(str(a), str(b)) for a, b in problem_classes(record)]
+    for p, pair in enumerate(pairs):
+        if (class_label, versus) in (pair, pair[::-1]):
+            return p
+    listed = _listing([f"{a} vs {b}" for a, b in pairs])
+    field = "class" if class_label is None or versus is not None else "versus"
+    problem = (
+        "class and versus are required for a one-vs-one model with more than two classes"
+        if class_label is None or versus is None
+        else "not a pair of classes of this model"
+    )
+    raise InvalidInput(
+        "choose the pair of classes (one-vs-one) to plot",
+        [detail(field, f"{problem}; one of: {listed}")],
+    )
+
+
 def coefficient_trace(
     store: ModelStore,
     model_id: str,
@@ -127,6 +160,7 @@ def coefficient_trace(
     level: float,
     scale: str = "original",
     class_label: str | None = None,
+    versus: str | None = None,
 ) -> CoefficientTrace:
     """Draws and summary of one coefficient of an MCMC model; 409 for a model without draws."""
     record = store.get_record(model_id)
@@ -147,14 +181,15 @@ def coefficient_trace(
     names = _coefficient_names(estimator, record)
     column = _coefficient_column(coef, names)
     classes = record.get("classes") or estimator.classes_.tolist()
-    problem = _problem_index(class_label, classes)
+    problem = _problem_index(class_label, versus, {**record, "classes": classes})
     j = 0 if column is None else column + 1  # the core puts the intercept first
     draws = estimator.coefficient_draws(scale)[problem, :, :, j]
     mean = float(estimator.coefficient_means(scale)[problem, j])
     stats = draw_summary(draws, level)
     notes = [f"{scale} scale", f"{draws.shape[0]} chains x {draws.shape[1]} draws"]
     if len(classes) > 2:
-        notes.insert(0, f"class {classes[problem]} vs rest")
+        label, other = problem_classes({**record, "classes": classes})[problem]
+        notes.insert(0, f"class {label} vs {'rest' if other is None else other}")
     inclusion = getattr(estimator, "inclusion_prob_", None)
     if inclusion is not None and column is not None:
         notes.append(f"P(included) {float(inclusion[problem, column]):.3f}")

@@ -17,6 +17,7 @@ from service.inference.query import PredictQuery
 from service.inference.scoring import Scorer, scorer
 from service.inference.servable import Servable, servable
 from service.inference.signature import outputs_of
+from service.model_problems import is_pairwise, problem_classes
 from service.model_types import model_types_with
 from service.repository.store import ModelStore
 from service.schemas.outputs import POINT_OUTPUTS, SHORT_NAMES
@@ -244,5 +245,7 @@ def predict(
     if "interval" in scores:
         lower, upper = scores["interval"]
         out["intervals"] = {"level": body.level, "lower": _floats(lower), "upper": _floats(upper)}
+        if is_pairwise(record):
+            out["intervals"]["problems"] = [list(pair) for pair in problem_classes(record)]
     give_back_memory(X.nbytes)
     return out

@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
+from service.model_problems import problem_titles
 from service.plots.canvas import (
     feature_names,
     figure_png,
-    problem_labels,
     stored_plot_data,
     text,
 )
@@ -45,7 +45,7 @@ def compare_png(record: dict[str, Any], estimator: Any, scale: str, level: float
     svm = np.asarray(stored["coef_std" if std else "coef"])
     bayes = np.asarray(estimator.coef_std_ if std else estimator.coef_)
     bounds = intervals(estimator, scale, level)
-    names, labels = feature_names(record), problem_labels(record)
+    names, labels = feature_names(record), problem_titles(record)
     alpha = float(record["params"].get("alpha", 1.0))
 
     def draw(fig: Any) -> None:

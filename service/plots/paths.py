@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from service.model_problems import is_pairwise, problem_classes, problem_titles
 from service.model_types import model_types
 from service.plots.canvas import (
     feature_names,
@@ -36,6 +37,9 @@ def path_view(record: dict[str, Any]) -> dict[str, Any]:
         "norm": path["norm"],
         "feature_names": feature_names(record),
         "classes": problem_labels(record),
+        "versus": [versus for _, versus in problem_classes(record)]
+        if is_pairwise(record)
+        else None,
         "coef": path["coef"],
         "coef_std": path["coef_std"],
         "intercept": path["intercept"],
@@ -47,7 +51,7 @@ def path_png(record: dict[str, Any], scale: str) -> bytes:
     view = path_view(record)
     x = np.asarray(view["log10_nu"])
     coef = np.asarray(view["coef_std" if scale == "standardised" else "coef"])
-    names, labels = view["feature_names"], view["classes"]
+    names, labels = view["feature_names"], problem_titles(record)
     fitted = x[view["fitted_index"]]
 
     def draw(fig: Any) -> None:

@@ -258,7 +258,8 @@ class CoefficientSummary(BaseModel):
     Sampled models (mcmc_svm, spike_slab_svm) give ``mean``, ``sd``, the interval and diagnostics;
     EM and ECME give the posterior ``mode`` only (no draws, so no sd or interval).
 
-    With more than two classes each row also carries ``class`` (one-vs-rest).
+    With more than two classes each row also carries ``class``: the problem's class in
+    one-vs-rest; in one-vs-one its positive class, and ``versus`` the other class of the pair.
     """
 
     model_config = ConfigDict(extra="allow")
@@ -273,7 +274,13 @@ class CoefficientSummary(BaseModel):
     rhat: float | None = None
     inclusion_prob: float | None = Field(None, description="Spike-and-slab only.")
     class_label: Label | None = Field(
-        None, alias="class", description="The class (one-vs-rest) when there are more than two."
+        None,
+        alias="class",
+        description="With more than two classes: the class of the one-vs-rest problem, or the "
+        "positive class of the one-vs-one pair.",
+    )
+    versus: Label | None = Field(
+        None, description="One-vs-one with more than two classes: the pair's other class."
     )
 
 
@@ -284,5 +291,6 @@ class Posterior(BaseModel):
     level: float
     scale: str = Field(description="'original' (units of X) or 'standardised'.")
     coefficients: list[CoefficientSummary] = Field(
-        description="Per coefficient and the intercept; with more than two classes, per class."
+        description="Per coefficient and the intercept; with more than two classes, per class "
+        "(one-vs-rest) or per pair of classes (one-vs-one)."
     )

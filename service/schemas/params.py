@@ -94,6 +94,11 @@ class _BayesBase(Params):
         1.0, ge=1e-100, le=1e6, description="Prior scale; larger means less shrinkage."
     )
     fit_intercept: bool = True
+    multiclass: Literal["ovr", "ovo"] = Field(
+        "ovr",
+        description="More than two classes: one-vs-rest (a model per class, on every row) or "
+        "one-vs-one (a model per pair of classes, on the pair's rows; votes as kernel_svm).",
+    )
     random_state: Seed = None
 
 

@@ -18,7 +18,13 @@ class RegularisationPath(BaseModel):
     log10_nu: list[float]
     norm: list[float] = Field(description="‖β‖ of the standardised coefficients at each ν.")
     feature_names: list[str]
-    classes: list[Label] = Field(description="Class of each one-vs-rest problem (binary: one).")
+    classes: list[Label] = Field(
+        description="Class of each binary problem: binary one, one-vs-rest each class, "
+        "one-vs-one the positive class of each pair."
+    )
+    versus: list[Label] | None = Field(
+        None, description="One-vs-one with more than two classes: the other class of each pair."
+    )
     coef: list[list[list[float]]] = Field(description="[ν][problem][feature], original scale.")
     coef_std: list[list[list[float]]] = Field(description="The same on the standardised scale.")
     intercept: list[list[float]] = Field(description="[ν][problem], original scale.")

@@ -49,11 +49,17 @@ class PredictRequest(BaseModel):
 
 
 class Interval(BaseModel):
-    """Equal-tailed credible interval of the decision value x'β per row (per class when K > 2)."""
+    """Equal-tailed credible interval of the decision value x'β per row; with K > 2 classes one per
+    binary problem: per class (one-vs-rest, in `classes` order) or per pair of classes
+    (one-vs-one, in `problems` order)."""
 
     level: float
     lower: list[float] | list[list[float]]
     upper: list[float] | list[list[float]]
+    problems: list[list[Label]] | None = Field(
+        None,
+        description="One-vs-one with K > 2: the (positive, negative) classes of each column.",
+    )
 
 
 class PredictResponse(BaseModel):

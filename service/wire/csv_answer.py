@@ -33,7 +33,8 @@ def output_columns(out: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]:
     """Our outputs as a header and one list per column.
 
     Columns: ``label``; ``decision_<class>`` (one column, for the second class, when binary);
-    ``probability_<class>``; ``interval_lower``/``interval_upper`` (``_<class>`` when K > 2).
+    ``probability_<class>``; ``interval_lower``/``interval_upper`` (``_<class>`` when K > 2,
+    ``_<class>_vs_<class>`` per pair of a one-vs-one model).
     """
     classes = out["classes"]
     parts: list[tuple[list[str], list]] = []
@@ -42,8 +43,12 @@ def output_columns(out: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]:
             parts.append(_columns_of(out[spec.key], spec.short, classes))
     intervals = out.get("intervals")
     if intervals is not None:
+        pairs = intervals.get("problems")
+        columns = (
+            classes if pairs is None else [f"{a}_vs_{b}" for a, b in pairs]
+        )  # as model_problems.interval_columns
         for bound, prefix in zip(("lower", "upper"), INTERVAL_COLUMNS, strict=True):
-            parts.append(_columns_of(intervals[bound], prefix, classes))
+            parts.append(_columns_of(intervals[bound], prefix, columns))
     header = [name for names, _ in parts for name in names]
     return header, [column for _, cols in parts for column in cols]
 

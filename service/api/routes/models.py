@@ -198,12 +198,21 @@ def get_posterior_plot(
         Query(
             alias="class",
             max_length=256,
-            description="Class whose one-vs-rest coefficients to plot; required with more "
+            description="Class whose one-vs-rest coefficients to plot (one-vs-one: the pair's "
+            "positive class, as `class` in GET /models/{id}/posterior); required with more "
             "than two classes.",
+        ),
+    ] = None,
+    versus: Annotated[
+        str | None,
+        Query(
+            max_length=256,
+            description="One-vs-one with more than two classes: the pair's other class "
+            "(`versus` in GET /models/{id}/posterior); required there, refused otherwise.",
         ),
     ] = None,
 ) -> Response:
     """Trace and density PNG of one coefficient's MCMC draws (409 for models without draws)."""
     model_id = resolved(ref, store, request)
-    trace = coefficient_trace(store, model_id, coef, level, scale, class_label)
+    trace = coefficient_trace(store, model_id, coef, level, scale, class_label, versus)
     return Response(content=trace_png(trace), media_type="image/png")

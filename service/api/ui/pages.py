@@ -260,10 +260,11 @@ def trace_plot(
     store: StoreDep,
     coef: Annotated[str, Query(min_length=1, max_length=256)],
     class_label: Annotated[str | None, Query(alias="class", max_length=256)] = None,
+    versus: Annotated[str | None, Query(max_length=256)] = None,
 ) -> Response:
     """A coefficient's trace and density (``GET /models/{ref}/posterior/plot``)."""
     png = model_routes.get_posterior_plot(
-        ref, store, request, coef, DEFAULT_LEVEL, "original", class_label
+        ref, store, request, coef, DEFAULT_LEVEL, "original", class_label, versus
     )
     png.headers.update(PNG_HEADERS)
     return png

@@ -134,8 +134,9 @@ def posterior_rows(
     rows = []
     for entry in posterior["coefficients"]:
         row = {key: entry.get(key) for key in ("name", "mean", "mode", "sd", "lower", "upper")}
+        versus = entry.get("versus")
         row.update(
-            cls=entry.get("class"),
+            cls=entry.get("class") if versus is None else f"{entry['class']} vs {versus}",
             ess=entry.get("ess"),
             rhat=entry.get("rhat"),
             inclusion=entry.get("inclusion_prob"),
@@ -145,6 +146,8 @@ def posterior_rows(
             query = {"coef": entry["name"]}
             if entry.get("class") is not None:
                 query["class"] = str(entry["class"])
+            if versus is not None:
+                query["versus"] = str(versus)
             row["trace"] = model_url(record["model_id"], "/trace.png", query)
         rows.append(row)
     return rows

@@ -53,7 +53,8 @@ def _settings(app_dir: Path, data_dir: Path, s3: str, **extra: Any) -> Settings:
 @pytest.fixture(scope="module")
 def client(app_dir: Path, data_dir: Path, s3_endpoint: str, iris: Any) -> Iterator[TestClient]:
     """An app allowed to read and write ``data_dir`` and the bucket's ``batch/``, with an LDA
-    (three classes) and an MCMC SVM (two classes, intervals) trained on named iris features."""
+    (three classes), an MCMC SVM (two classes, intervals) and a one-vs-one MCMC SVM (three
+    classes, intervals per pair) trained on named iris features."""
     with TestClient(create_app(_settings(app_dir, data_dir, s3_endpoint))) as client:
         X, y = iris
         lda = train_body(X, y, "lda", name="iris-lda", feature_names=FEATURES)
@@ -63,6 +64,11 @@ def client(app_dir: Path, data_dir: Path, s3_endpoint: str, iris: Any) -> Iterat
             X[binary], y[binary], "mcmc_svm", name="iris-mcmc", feature_names=FEATURES, params=MCMC
         )
         assert client.post("/train", json=mcmc).status_code == 201
+        ovo = train_body(
+            X, y, "mcmc_svm", name="iris-mcmc-ovo", feature_names=FEATURES,
+            params={**MCMC, "multiclass": "ovo"},
+        )  # fmt: skip
+        assert client.post("/train", json=ovo).status_code == 201
         yield client
 
 
@@ -133,6 +139,7 @@ def _check_answer(
     [
         ("parquet", "iris-lda", ["predictions", "decision_function", "probabilities"]),
         ("csv", "iris-mcmc", ["predictions", "decision_function", "intervals"]),
+        ("parquet", "iris-mcmc-ovo", ["predictions", "intervals"]),
     ],
 )
 def test_local_files_equal_predict(
@@ -141,11 +148,11 @@ def test_local_files_equal_predict(
     X, y = iris
     if model == "iris-mcmc":
         X = X[y != "setosa"]
-    ids = _write_parts(data_dir / f"in-{fmt}", X, fmt)
-    out = data_dir / f"out-{fmt}"
+    ids = _write_parts(data_dir / f"in-{model}-{fmt}", X, fmt)
+    out = data_dir / f"out-{model}-{fmt}"
     body = {
         "model": model,
-        "input": {"uri": f"file://{data_dir}/in-{fmt}/*.{fmt}", "format": fmt},
+        "input": {"uri": f"file://{data_dir}/in-{model}-{fmt}/*.{fmt}", "format": fmt},
         "output": {"uri": f"file://{out}/", "format": fmt},
         "outputs": outputs,
         "keep_columns": ["id"],
@@ -162,6 +169,12 @@ def test_local_files_equal_predict(
     manifest = json.loads((out / SUCCESS).read_text())
     assert manifest["files"] == names and manifest["rows"] == len(X)
     _check_answer(client, model, X, ids, outputs, [_read(out / n, fmt) for n in names])
+    if model == "iris-mcmc-ovo":  # one interval column per pair, named by it
+        columns = _read(out / names[0], fmt).column_names
+        pairs = ["versicolor_vs_setosa", "virginica_vs_setosa", "virginica_vs_versicolor"]
+        assert [c for c in columns if c.startswith("interval_lower")] == [
+            f"interval_lower_{pair}" for pair in pairs
+        ]
 
     again = client.post("/batch-predictions", json=body)  # write-once: never overwritten
     assert again.status_code == 409, again.text

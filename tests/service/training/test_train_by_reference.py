@@ -166,6 +166,9 @@ def test_checks_before_any_job(client: TestClient, data_root: Path) -> None:
     assert "not supported by reference" in refused(
         client, body(pq_uri, search={"tol": [1e-3]}), "search"
     )
+    assert "one-vs-rest" in refused(
+        client, body(pq_uri, "em_svm", params={"multiclass": "ovo"}), "params.multiclass"
+    )
     assert "either" in refused(client, {**body(pq_uri), "X": [[1.0]], "y": [1]}, "X")
     assert client.get("/jobs").json()["total"] == 0  # every refusal came before any job
 
