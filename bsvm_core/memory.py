@@ -70,8 +70,7 @@ def _array_bytes(estimator: Any, n: int, d: int, K: int) -> int:
         return FLOAT * (d * d + 3 * K * d + 3 * K)
     if isinstance(estimator, QDA):
         return FLOAT * (2 * K * d * d + 2 * K * d + 3 * K)
-    if isinstance(estimator, BayesianSVM):
-        P = 1 if K == 2 else K
+    if isinstance(estimator, BayesianSVM):  # P: one per class (ovr) or per pair (ovo)
         k = d + 1  # coefficients with the intercept (one fewer without it)
         point = FLOAT * (P * (3 * k + 6) + 2 * d)  # beta_std_, coef_, rhat_, ess_, mean_, scale_
         if estimator.method not in ("mcmc", "spike_slab"):
@@ -142,7 +141,7 @@ def estimate_fit_bytes(estimator: Any, n_samples: int, n_features: int, n_classe
         k = min(n, NEWTON_MAX_FREE)
         extra = 2 * k + 2 * MAX_CONTINUED_COLUMNS + 20
         working += FLOAT * k * ((n if n <= DENSE_MAX_ROWS else 0) + extra)
-    if isinstance(estimator, BayesianSVM):
-        P = 1 if K == 2 else K
-        working += FLOAT * P * n * (d + 1) + artifact  # tasks, and chain outputs before stacking
+    if isinstance(estimator, BayesianSVM):  # tasks (a pair's rows in ovo), chain outputs
+        rows = sum(_problem_rows(p, n, K) for p in _problems(estimator, K))
+        working += FLOAT * rows * (d + 1) + artifact
     return int(artifact + working)

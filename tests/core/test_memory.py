@@ -36,6 +36,9 @@ ESTIMATORS = [
     BayesianSVM(method="mcmc", n_draws=200, burn_in=5, n_chains=2, random_state=0),
     BayesianSVM(method="spike_slab", n_draws=300, burn_in=5, n_chains=3, random_state=0),
     BayesianSVM(method="mcmc", fit_intercept=False, n_draws=40, burn_in=5, random_state=0),
+    BayesianSVM(
+        method="mcmc", multiclass="ovo", n_draws=100, burn_in=5, n_chains=2, random_state=0
+    ),
 ]
 
 
