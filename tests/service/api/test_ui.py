@@ -88,6 +88,24 @@ def test_a_model_with_draws_shows_its_posterior_and_traces(client):
     assert client.get(traces[1].replace("&amp;", "&")).headers["content-type"] == "image/png"
 
 
+def test_a_one_vs_one_model_shows_each_pair_and_links_its_traces(client):
+    X = [*IRIS_X, *[[x + 3.0, y] for x, y in IRIS_X[:4]]]
+    y = [*IRIS_Y, *["giant"] * 4]
+    params = {"alpha": 2.0, "n_draws": 100, "burn_in": 20, "n_chains": 2, "multiclass": "ovo"}
+    body = {"model_type": "mcmc_svm", "X": X, "y": y, "name": "pairs", "params": params}
+    assert client.post("/train", json=body).status_code == 201
+    page = client.get("/ui/models/pairs").text
+    classes = sorted(set(y))
+    pairs = [f"{classes[j]} vs {classes[i]}" for i in range(3) for j in range(i + 1, 3)]
+    assert all(f"<td>{pair}</td>" in page for pair in pairs)
+    traces = [
+        t.replace("&amp;", "&") for t in re.findall(r'<img src="([^"]+/trace.png[^"]*)"', page)
+    ]
+    assert len(traces) == 3 * 3 and all("versus=" in t for t in traces)
+    answers = [client.get(t) for t in traces[::3]]
+    assert all(a.headers["content-type"] == "image/png" for a in answers), answers[0].text
+
+
 def test_unknown_model_is_a_404_page(client):
     response = client.get("/ui/models/no-such-model")
     assert response.status_code == 404 and "no model named" in response.text
