@@ -15,7 +15,7 @@ import numpy as np
 from sklearn.utils.validation import check_random_state
 
 from .exceptions import BsvmValueError
-from .multiclass import binary_problems
+from .multiclass import REST, binary_problems
 from .partition_moments import column_moments
 from .partitions import RowPartitions
 from .solvers.bayes_em import warm_point
@@ -52,21 +52,17 @@ class PartitionFitMixin:
             raise BsvmValueError(
                 f"y contains {moments.classes.size} class; a classifier needs at least 2 classes."
             )
-        if moments.classes.size > 2 and self.multiclass == "ovo":
-            raise BsvmValueError(
-                "multiclass='ovo' cannot be fitted by partitions yet (each pair's sums need its "
-                "own rows); use multiclass='ovr', or load the rows and call fit."
-            )
         self.classes_ = moments.classes
-        self.binary_problems_ = binary_problems(self.classes_.size, "ovr")
+        self.binary_problems_ = binary_problems(self.classes_.size, str(self.multiclass))
         self.n_features_in_ = int(parts.n_features)
         if hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
         mean, scale = moments.standardisation(bool(self.fit_intercept))
         self.mean_, self.scale_ = mean * moments.power, scale * moments.power
-        binary = self.classes_.size == 2
-        labels = (self.classes_[1],) if binary else tuple(self.classes_)
-        design = Design(moments.power, mean, scale, bool(self.fit_intercept), labels)
+        labels = tuple(self.classes_[pos] for pos, _ in self.binary_problems_)
+        pairwise = self.classes_.size > 2 and self.binary_problems_[0][1] != REST
+        versus = tuple(self.classes_[neg] for _, neg in self.binary_problems_) if pairwise else None
+        design = Design(moments.power, mean, scale, bool(self.fit_intercept), labels, versus)
         penalised = np.ones(parts.n_features + int(self.fit_intercept), dtype=bool)
         penalised[0] = not self.fit_intercept
         counter = PassCounter()

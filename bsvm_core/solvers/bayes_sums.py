@@ -7,8 +7,9 @@ pass (``map_sum`` when all are sums, ``map_gather`` when some rows must come bac
 one-vs-rest problems and C chains cost the passes of one.
 
 On a partition, the rows of problem t are x̃_i = y_i (1, z_i) (or y_i z_i without intercept), with
-z = (x / power − mean) / scale and y_i = +1 for the problem's label, −1 otherwise: exactly the rows
-``BayesianSVM.fit`` builds in memory.
+z = (x / power − mean) / scale and y_i = +1 for the problem's label, −1 otherwise (one-vs-one: −1
+for the pair's other label, rows of other classes left out): exactly the rows ``BayesianSVM.fit``
+builds in memory.
 """
 
 from __future__ import annotations
@@ -37,13 +38,24 @@ class Design:
     intercept: bool
     labels: tuple[Any, ...]
     """The positive label of each problem (one-vs-rest: every class; two classes: classes_[1])."""
+    versus: tuple[Any, ...] | None = None
+    """One-vs-one: the negative label of each problem (rows of other labels are not its rows);
+    None: every row without the positive label is negative."""
 
     def rows(self, X: np.ndarray, y: np.ndarray, problems: list[int]) -> list[np.ndarray]:
         """X̃ of the given problems on this partition."""
         Z = (X / self.power - self.mean) / self.scale
         if self.intercept:
             Z = np.column_stack([np.ones(Z.shape[0]), Z])
-        return [np.where(y == self.labels[t], 1.0, -1.0)[:, None] * Z for t in problems]
+        out = []
+        for t in problems:
+            positive = y == self.labels[t]
+            if self.versus is None:
+                out.append(np.where(positive, 1.0, -1.0)[:, None] * Z)
+            else:
+                pair = positive | (y == self.versus[t])
+                out.append(np.where(positive[pair], 1.0, -1.0)[:, None] * Z[pair])
+        return out
 
 
 @dataclass(frozen=True)

@@ -147,13 +147,6 @@ def prepare_reference_task(request: Any, settings: Settings, types: ModelTypes) 
             [detail("params.solver", "by reference the exact solver runs (auto); the "
                     f"{params['solver']} solver needs every row in memory")],
         )  # fmt: skip
-    bayesian = hasattr(spec.make_estimator(params), "posterior_summary")
-    if by_partitions and bayesian and params.get("multiclass") == "ovo":
-        raise InvalidInput(  # the class count is not always known here (Parquet statistics)
-            "not supported by reference",
-            [detail("params.multiclass", "by reference a Bayesian SVM fits one-vs-rest (ovr; "
-                    "the same with two classes); one-vs-one needs each pair's rows in memory")],
-        )  # fmt: skip
     n_rows = source.n_rows
     if not by_partitions and n_rows is not None and n_rows > settings.max_rows:
         scaling = ", ".join(scaling_types(types)) or "none on this server"

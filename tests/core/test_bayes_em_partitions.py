@@ -29,13 +29,20 @@ def _uneven(X: np.ndarray, y: np.ndarray) -> ArrayPartitions:
 
 
 def primal(est: BayesianSVM, X: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """d_α(β, 2^{1/α} ν) per problem, written out from the fitted coefficients on all rows."""
+    """d_α(β, 2^{1/α} ν) per problem, written out from the fitted coefficients on each problem's
+    rows (one-vs-one: a pair's rows only)."""
     Z = (X - est.mean_) / est.scale_
+    pairwise = len(est.classes_) > 2 and est.multiclass == "ovo"
+    pairs = [(j, i) for i in range(len(est.classes_)) for j in range(i + 1, len(est.classes_))]
     out = []
     for t, beta in enumerate(est.beta_std_):
         label = est.classes_[1] if len(est.classes_) == 2 else est.classes_[t]
-        f = beta[0] + Z @ beta[1:]
-        hinge = np.maximum(0.0, 1.0 - np.where(y == label, 1.0, -1.0) * f).sum()
+        rows = np.ones(len(y), dtype=bool)
+        if pairwise:
+            label, other = est.classes_[pairs[t][0]], est.classes_[pairs[t][1]]
+            rows = (y == label) | (y == other)
+        f = beta[0] + Z[rows] @ beta[1:]
+        hinge = np.maximum(0.0, 1.0 - np.where(y[rows] == label, 1.0, -1.0) * f).sum()
         nu = np.atleast_1d(est.nu_)[t]
         out.append(hinge + 0.5 * nu**-est.alpha * np.sum(np.abs(beta[1:]) ** est.alpha))
     return np.array(out)
@@ -68,6 +75,19 @@ def test_em_by_partitions_equals_fit(alpha: float, classes: int, split: str) -> 
     assert b.n_iter_ == a.n_iter_
     # the ridge start, one pass per iteration (two with an eps step), the finish's two passes
     assert b.n_passes_ <= 2 + 2 * b.n_iter_ + 4
+
+
+@pytest.mark.parametrize("method", ["em", "ecme"])
+@pytest.mark.parametrize("alpha", [1.0, 2.0])
+def test_one_vs_one_by_partitions_equals_fit(method: str, alpha: float) -> None:
+    X, y = _data(2500, 8, 3, seed=5)
+    a = BayesianSVM(method=method, alpha=alpha, nu=0.7, multiclass="ovo").fit(X, y)
+    b = BayesianSVM(method=method, alpha=alpha, nu=0.7, multiclass="ovo")
+    b.fit_partitions(_uneven(X, y))
+    assert b.binary_problems_ == a.binary_problems_ == [(1, 0), (2, 0), (2, 1)]
+    assert_same_fit(a, b, X, y)
+    ovr = BayesianSVM(method=method, alpha=alpha, nu=0.7).fit(X, y)
+    assert np.abs(ovr.beta_std_ - a.beta_std_).max() > 1e-2  # the pairs are other problems
 
 
 @pytest.mark.parametrize("alpha", [1.0, 2.0])

@@ -101,10 +101,19 @@ def test_convergence_warning_names_the_pair() -> None:
     assert "(2 vs 1)" in message or "(1 vs 0)" in message or "(2 vs 0)" in message
 
 
-def test_partitions_refuse_ovo_with_more_than_two_classes() -> None:
+def test_gibbs_by_partitions_samples_each_pair_on_its_rows() -> None:
     X, y = load_iris(return_X_y=True)
-    with pytest.raises(BsvmValueError, match="multiclass='ovo' cannot be fitted by partitions"):
-        BayesianSVM(multiclass="ovo").fit_partitions(ArrayPartitions.split(X, y, 2))
+    kw = {"method": "mcmc", "alpha": 2.0, "multiclass": "ovo", "n_draws": 400, "burn_in": 100,
+          "n_chains": 2, "random_state": 0}  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCMCConvergenceWarning)
+        parts = BayesianSVM(**kw).fit_partitions(ArrayPartitions.split(X, y, 3))
+        memory = BayesianSVM(**kw).fit(X, y)
+    assert parts.coef_draws_.shape == memory.coef_draws_.shape == (2, 400, 3, 4)
+    # the same posterior from other random streams: means within a few posterior sds
+    sd = memory.coefficient_draws("standardised").std(axis=(1, 2))
+    gap = np.abs(parts.coefficient_means("standardised") - memory.coefficient_means("standardised"))
+    assert np.all(gap < 0.5 * sd + 1e-9)
     two = y < 2
     est = BayesianSVM(multiclass="ovo").fit_partitions(ArrayPartitions.split(X[two], y[two], 2))
     assert est.binary_problems_ == [(1, 0)]

@@ -166,9 +166,6 @@ def test_checks_before_any_job(client: TestClient, data_root: Path) -> None:
     assert "not supported by reference" in refused(
         client, body(pq_uri, search={"tol": [1e-3]}), "search"
     )
-    assert "one-vs-rest" in refused(
-        client, body(pq_uri, "em_svm", params={"multiclass": "ovo"}), "params.multiclass"
-    )
     assert "either" in refused(client, {**body(pq_uri), "X": [[1.0]], "y": [1]}, "X")
     assert client.get("/jobs").json()["total"] == 0  # every refusal came before any job
 
@@ -201,6 +198,29 @@ def test_a_job_from_files_fits_as_posted_rows_do(
     np.testing.assert_allclose(
         predict(client, name, X, output), getattr(expected, OUTPUT_METHODS[output])(X), atol=1e-6
     )
+
+
+def test_a_one_vs_one_bayesian_job_from_files_fits_as_posted_rows_do(
+    client: TestClient, data_root: Path, iris: Any
+) -> None:
+    params = {"alpha": 1.0, "multiclass": "ovo"}
+    payload = body(f"file://{data_root}/in/iris-pq/", "em_svm", name="ref-em-ovo", params=params)
+    job = job_of(client, payload)
+    assert job["status"] == "succeeded", job
+    record = client.get(f"/models/{job['model_id']}").json()
+    assert record["params"]["multiclass"] == "ovo"
+    X, y = iris
+    expected = in_memory(record, X, y)
+    np.testing.assert_allclose(
+        predict(client, "ref-em-ovo", X, "decision_function"), expected.decision_function(X),
+        atol=1e-6,
+    )  # fmt: skip
+    rows = client.get("/models/ref-em-ovo/posterior").json()["coefficients"]
+    assert {(r["class"], r["versus"]) for r in rows} == {
+        ("versicolor", "setosa"),
+        ("virginica", "setosa"),
+        ("virginica", "versicolor"),
+    }
 
 
 def test_no_nu_path_by_reference(client: TestClient, data_root: Path) -> None:
