@@ -38,7 +38,7 @@ from service.errors import (
     detail,
 )
 from service.inference.predict import check_outputs
-from service.model_problems import interval_columns
+from service.plots.problems import interval_columns
 from service.repository.store import ModelStore
 from service.schemas.batch import BatchPredictRequest
 from service.schemas.outputs import INTERVAL_COLUMNS, OUTPUTS, SHORT_NAMES, column_names
@@ -72,7 +72,7 @@ class BatchPlan:
     level: float
     classes: list[Any]
     interval_columns: list[Any] | None = None
-    """``model_problems.interval_columns`` (None: the classes; plans queued before it existed)."""
+    """``plots.problems.interval_columns`` (None: the classes; plans queued before it existed)."""
 
     @property
     def output_url(self) -> str:

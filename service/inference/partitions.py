@@ -44,7 +44,7 @@ class PartitionTask:
     level: float
     classes: tuple[Any, ...]
     interval_columns: tuple[Any, ...]
-    """What names the interval columns (``model_problems.interval_columns``)."""
+    """What names the interval columns (``plots.problems.interval_columns``)."""
     budget_bytes: float
     target_scheme: str
     """The output's filesystem (``file``, ``s3``): inputs and outputs may live on different ones."""

@@ -10,8 +10,8 @@ import numpy as np
 
 from bsvm_core.bayesian_summary import draw_summary
 from service.errors import Conflict, InvalidInput, detail
-from service.model_problems import is_pairwise, problem_classes
 from service.model_types import model_types_with
+from service.plots.problems import is_pairwise, problem_classes
 from service.plots.trace import CoefficientTrace
 from service.repository.store import ModelStore
 

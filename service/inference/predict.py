@@ -17,8 +17,8 @@ from service.inference.query import PredictQuery
 from service.inference.scoring import Scorer, scorer
 from service.inference.servable import Servable, servable
 from service.inference.signature import outputs_of
-from service.model_problems import is_pairwise, problem_classes
 from service.model_types import model_types_with
+from service.plots.problems import is_pairwise, problem_classes
 from service.repository.store import ModelStore
 from service.schemas.outputs import POINT_OUTPUTS, SHORT_NAMES
 from service.settings import Settings

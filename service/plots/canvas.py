@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from service.errors import Conflict, detail
-from service.model_problems import problem_classes
+from service.plots.problems import problem_classes
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -82,6 +82,6 @@ def feature_names(record: dict[str, Any]) -> list[str]:
 
 
 def problem_labels(record: dict[str, Any]) -> list[Any]:
-    """The class of each binary problem (``model_problems``): ``classes[1]`` for two classes,
+    """The class of each binary problem (``plots.problems``): ``classes[1]`` for two classes,
     every class in one-vs-rest, the positive class of each pair in one-vs-one."""
     return [label for label, _ in problem_classes(record)]

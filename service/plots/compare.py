@@ -9,13 +9,13 @@ from typing import Any
 
 import numpy as np
 
-from service.model_problems import problem_titles
 from service.plots.canvas import (
     feature_names,
     figure_png,
     stored_plot_data,
     text,
 )
+from service.plots.problems import problem_titles
 
 FIGSIZE = (6.5, 6.0)
 MAX_LABELS = 10

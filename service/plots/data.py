@@ -159,6 +159,27 @@ def _computed(
     return out
 
 
+NO_PATH_BY_REFERENCE = (
+    "no nu path for a model trained on data by reference (its rows are not held in memory)"
+)
+NOT_BY_REFERENCE = (
+    "not computed for a model trained on data by reference (its rows are not held in memory)"
+)
+
+
+def by_reference_plot_data(
+    spec: ModelSpec, estimator: Any, stats: dict[str, Any]
+) -> dict[str, Any]:
+    """The plot data of a model trained by reference: its ``feature_stats`` and, in the record
+    from the start, an error entry for each plot that would refit on its rows (the ν path, the
+    comparison), so their routes answer at once why there is none."""
+    errors = {
+        key: {"error": NO_PATH_BY_REFERENCE if key == "path" else NOT_BY_REFERENCE}
+        for key in _wanted(spec, estimator)
+    }
+    return {"feature_stats": stats, **errors}
+
+
 def later_keys(spec: ModelSpec, estimator: Any) -> list[str]:
     """The plot data ``plot_data(path=False)`` leaves pending for ``later_plot_data``: a type
     with a ν path's path and comparison; none for the others."""

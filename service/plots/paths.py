@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 
-from service.model_problems import is_pairwise, problem_classes, problem_titles
 from service.model_types import model_types
 from service.plots.canvas import (
     feature_names,
@@ -16,6 +15,7 @@ from service.plots.canvas import (
     stored_plot_data,
     text,
 )
+from service.plots.problems import is_pairwise, problem_classes, problem_titles
 
 FIGSIZE = (11.0, 4.5)
 PATH_TYPES = " and ".join(t for t, spec in model_types().items() if spec.nu_path)

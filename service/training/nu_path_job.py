@@ -12,17 +12,13 @@ import logging
 import threading
 from typing import Any
 
-from service.plots.data import later_keys
+from service.plots.data import NO_PATH_BY_REFERENCE, later_keys
 from service.repository.jobs import JobStore
 from service.settings import Settings
 from service.training.tasks import TrainTask
 from service.training.worker import path_main, run_in_process
 
 logger = logging.getLogger("service.training.queue")
-
-NO_PATH_BY_REFERENCE = (
-    "no nu path for a model trained on data by reference (its rows are not held in memory)"
-)
 
 
 def store_path(

@@ -28,6 +28,7 @@ from sklearn.pipeline import Pipeline
 
 from service.data.loading import PartLoader, iter_blocks
 from service.data.partitions import ScaledPartitions, feature_stats, fit_scaler, open_partitions
+from service.plots.data import by_reference_plot_data
 from service.training.fitting import (
     FitResult,
     _converged,
@@ -195,5 +196,5 @@ def fit_by_reference(task: TrainTask, report: Any, *, n_jobs: int = 1) -> FitRes
             "peak_rss_mb": peak_rss_mb(),
         },
         metrics=metrics,
-        extras={"plot_data": {"feature_stats": stats}},
+        extras={"plot_data": by_reference_plot_data(task.spec, core, stats)},
     )

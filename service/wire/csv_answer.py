@@ -46,7 +46,7 @@ def output_columns(out: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]:
         pairs = intervals.get("problems")
         columns = (
             classes if pairs is None else [f"{a}_vs_{b}" for a, b in pairs]
-        )  # as model_problems.interval_columns
+        )  # as plots.problems.interval_columns
         for bound, prefix in zip(("lower", "upper"), INTERVAL_COLUMNS, strict=True):
             parts.append(_columns_of(intervals[bound], prefix, columns))
     header = [name for names, _ in parts for name in names]
