@@ -109,8 +109,8 @@ def estimate_fit_bytes(estimator: Any, n_samples: int, n_features: int, n_classe
 
     Counts validated and standardised copies of X (3 n d float64), KernelSVM's kernel rows
     (within ``cache_mb``, one binary problem at a time: up to ``DENSE_MAX_ROWS`` rows a float64
-    matrix, then float64 cached rows, from ``BATCHED_MIN_ROWS`` float32 rows; each of n entries, with the active sets' kept rows and their
-    gathering buffer below ``ACTIVE_SET_MAX_ROWS``: up to 24 n² bytes, 40 n² up to
+    matrix, then float64 cached rows, from ``BATCHED_MIN_ROWS`` float32 rows; each of n entries, with the active sets' kept rows and a
+    round's columns of them below ``ACTIVE_SET_MAX_ROWS``: up to 24 n² bytes, 40 n² up to
     ``kernel_dual.DOUBLED_PROBE_MAX_ROWS`` (the probe's [D | D] and the rows of D^(−1/2) of an SMO
     resumed after the active sets); one-vs-one fits that
     ``kernel_lockstep.lockstep_applies`` takes: a float32 matrix and the problems' float32 blocks
@@ -126,10 +126,10 @@ def estimate_fit_bytes(estimator: Any, n_samples: int, n_features: int, n_classe
     artifact = estimate_artifact_bytes(estimator, n, d, K)
     working = 3 * FLOAT * n * d
     if isinstance(estimator, KernelSVM):
-        # dense matrix (8 n²) and, below ACTIVE_SET_MAX_ROWS, kept rows and their gathering buffer
+        # dense matrix (8 n²) and, below ACTIVE_SET_MAX_ROWS, kept rows and a round's columns
         # float64 rows up to BATCHED_MIN_ROWS (a whole matrix, then kernel_cache), float32 after
         rows = (24 if n < ACTIVE_SET_MAX_ROWS else 8 if n < BATCHED_MIN_ROWS else 4) * n * n
-        if n <= DOUBLED_PROBE_MAX_ROWS:  # [D | D], kept rows, their buffer, rows of D^(−1/2)
+        if n <= DOUBLED_PROBE_MAX_ROWS:  # [D | D], kept rows, their columns, rows of D^(−1/2)
             rows = 40 * n * n
         cache_mb = float(estimator.cache_mb)
         P = len(_problems(estimator, K)) if estimator.multiclass == "ovo" else 0

@@ -17,10 +17,14 @@ strategy as a semismooth Newton method" (SIAM J. Optim. 13(3)), applied to SVMs 
    problems whose Q is far from an M-matrix (still seen on 3-feature toy problems: then SMO runs).
 
 It stops when no set changes; the result then meets SMO's stopping rule m(α) − M(α) < tol, which is
-checked on the last round's gradients (from the kernel rows at the final α_F; the sum over U is
-kept exactly as rows enter and leave). The first F is ``SEED_PER_CLASS`` points of each class.
-Only kernel rows of points that ever enter F ∪ U are computed, in one block per round, and kept
-(float64) within ``cache_mb``.
+checked on the last round's gradients (from the kernel rows at the final α_F and C on U). The first
+F is ``SEED_PER_CLASS`` points of each class. Only kernel rows of points that ever enter F ∪ U are
+computed, in one block per round, and kept (float64) within ``cache_mb``. A round reads them in
+place: K_FF and Σ_U C y_u K(x_u, x_F) from their columns of F (kept rows × |F|), the decision
+values by one product of all kept rows with their coefficients (y_t α_t on F, C y_u on U, 0 on rows
+that left), not from F's rows gathered into a |F| × n block (~40 µs at |F| = 110, n = 467) and a
+running sum over U. On make_classification(700, 13, 3 classes)' pairs at C = 10 (5-7 rounds on
+92-163 free points) the active sets took 0.89x the time.
 
 The solver returns ``None`` (the caller then runs SMO) when it cannot finish: Q_FF not numerically
 positive definite (duplicates with a linear or polynomial kernel, indefinite kernels), more rounds
@@ -67,7 +71,7 @@ class KernelRowStore:
     dtype : type
         dtype of the blocks ``block`` writes (float32 rbf blocks are converted when kept).
     empty : callable
-        Makes the kept rows and the gathering buffer (``np.empty``, or a workspace's).
+        Makes the kept rows (``np.empty``, or a workspace's).
     """
 
     def __init__(
@@ -79,7 +83,6 @@ class KernelRowStore:
         self.rows = empty((max(capacity, 1), n))
         self.slot = np.full(n, -1, dtype=np.int64)
         self.filled = 0
-        self._gathered: np.ndarray | None = None
 
     def ensure(self, idx: np.ndarray) -> bool:
         """Compute the rows of ``idx`` not yet kept, in one block; False if they do not fit."""
@@ -98,13 +101,6 @@ class KernelRowStore:
         self.slot[new] = np.arange(self.filled, stop)
         self.filled = stop
         return True
-
-    def gather(self, idx: np.ndarray) -> np.ndarray:
-        """The kept rows of ``idx`` (all kept), stacked in a buffer reused from call to call (a
-        fresh array of hundreds of KB a round would touch new pages each time: ~2 µs a page)."""
-        if self._gathered is None or self._gathered.shape[0] < idx.size:
-            self._gathered = self.empty((self.rows.shape[0], self.rows.shape[1]))
-        return np.take(self.rows, self.slot[idx], axis=0, out=self._gathered[: idx.size])
 
 
 def kkt_gap(alpha: np.ndarray, F: np.ndarray, y: np.ndarray, C: float) -> float:
@@ -192,7 +188,8 @@ def active_set_solve(
     tol : float
         Stopping tolerance on m(α) − M(α), as SMO's.
     cache_mb : float
-        Memory budget of the kept (float64) kernel rows and the buffer they are gathered in.
+        Memory budget of the kept (float64) kernel rows, half of it theirs (as when F's rows were
+        gathered into a second buffer: the same give-ups), the rest for a round's columns.
     block_dtype : type
         dtype of ``block``'s output.
     start : SMOResult or None
@@ -221,11 +218,10 @@ def active_set_solve(
             state[members[picks.astype(np.int64)]] = 1
     seen: set[bytes] = set()  # the sets of every round: a repeat is a cycle
     upper = np.flatnonzero(state == 2)
-    f_U = np.zeros(n)  # Σ_U C y_u K(x_u, ·), updated as U changes
-    if upper.size:
-        if not store.ensure(upper):
-            return None
-        f_U = (C * y[upper]) @ store.gather(upper)
+    if upper.size and not store.ensure(upper):
+        return None
+    # coefficients of the kept rows: f = w @ rows, w = C y_u on U and y_t α_t on F (0 elsewhere)
+    w = np.zeros(store.rows.shape[0])
     theta = 0.25 * tol
     budget, last_changes = n, n + 1
     for rounds in range(1, MAX_ROUNDS + 1):
@@ -236,17 +232,23 @@ def active_set_solve(
         free = np.flatnonzero(state == 1)
         if free.size == 0 or not store.ensure(free):
             return None
-        G = store.gather(free)  # K(x_F, X)
+        kept = store.rows[: store.filled]
+        cols = kept.take(free, axis=1)  # K(x_kept, x_F): no |F| x n gather of F's rows
+        slot_F = store.slot[free]
         y_F = y[free]
-        Q_FF = G.take(free, axis=1)
+        Q_FF = cols.take(slot_F, axis=0)
         Q_FF *= y_F[:, None]
         Q_FF *= y_F[None, :]
-        step = newton_step(Q_FF, 1.0 - y_F * f_U[free], y_F, -C * float(y[upper].sum()))
+        w_kept = w[: store.filled]
+        w_kept[:] = 0.0
+        w_kept[store.slot[upper]] = C * y[upper]
+        f_U_F = w_kept @ cols  # Σ_U C y_u K(x_u, x_F), from the rows as they are
+        step = newton_step(Q_FF, 1.0 - y_F * f_U_F, y_F, -C * float(y[upper].sum()))
         if step is None:
             return None
         alpha_F, b = step
-        f = (y_F * alpha_F) @ G
-        f += f_U  # decision values without the intercept
+        w_kept[slot_F] = y_F * alpha_F
+        f = w_kept @ kept  # decision values without the intercept
         violation = y * (f + b) - 1.0  # margin residual; 0 on F up to rounding
         violation[state == 0] *= -1.0
         violation[free] = np.maximum(-alpha_F, alpha_F - C)  # free: distance outside the box
@@ -270,16 +272,8 @@ def active_set_solve(
             new_state[undo] = state[undo]
         if np.array_equal(new_state, state):
             return _finish(store, state, alpha_F, f, y, C, tol, rounds)
-        new_upper = np.flatnonzero(new_state == 2)
-        joined = new_upper[state[new_upper] != 2]
-        left = upper[new_state[upper] != 2]
-        if joined.size + left.size:
-            moved = np.concatenate((joined, left))
-            if not store.ensure(moved):
-                return None
-            sign = np.concatenate((np.full(joined.size, C), np.full(left.size, -C)))
-            f_U += (sign * y[moved]) @ store.gather(moved)
-        state, upper = new_state, new_upper
+        # U's new points come from F and its rows are kept: nothing to compute for them
+        state, upper = new_state, np.flatnonzero(new_state == 2)
     return None
 
 

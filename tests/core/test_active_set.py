@@ -259,3 +259,41 @@ def test_newton_step_in_z_is_the_newton_step_of_alpha() -> None:
     assert b == pytest.approx(b_alpha, rel=1e-10, abs=1e-12)
     dup = K[np.ix_([0, 0, 1, 2], [0, 0, 1, 2])]  # a point twice: fails the pivot test
     assert active_set.newton_step_kernel(dup, np.ones(4), 0.0) is None
+
+
+def test_rounds_read_the_kept_rows_of_points_that_left_their_sets(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A round reads the kept rows in place (K_FF and the sum over U from F's columns, the decision
+    values from all kept rows): rows of points that left F for 0, or U for F, stay kept with other
+    coefficients. The result is the exact optimum (Clarabel) and meets the KKT conditions from
+    scratch, and this problem's rounds do move points out of F and out of U."""
+    X, y = wide_problem(n=300, seed=5)
+    C = 1.0
+    probe = smo_solve(
+        kernel_row_function(X, "rbf", **ARGS), np.ones(y.size), y, C, tol=1e-8, max_iter=60
+    )
+    assert not probe.converged
+    frees: list[np.ndarray] = []
+    ensure = active_set.KernelRowStore.ensure
+
+    def spy(store: active_set.KernelRowStore, idx: np.ndarray) -> bool:
+        frees.append(idx.copy())  # U's rows first, then each round's F
+        return ensure(store, idx)
+
+    monkeypatch.setattr(active_set.KernelRowStore, "ensure", spy)
+    res = solve(X, y, "rbf", C, tol=1e-8, start=probe)
+    assert res is not None and res.converged and res.n_iter >= 3
+    a = res.alpha
+    ever_free = np.unique(np.concatenate(frees[1:]))
+    assert np.any(a[ever_free] == 0.0)  # free in some round, at 0 at the end: rows kept, weight 0
+    started_at_C = np.flatnonzero(probe.alpha >= C)
+    assert np.intersect1d(started_at_C, ever_free).size  # left U for F in some round
+    K = kernel_matrix(X, X, "rbf", **ARGS)
+    assert res.objective == pytest.approx(clarabel_dual(K, y, C), rel=1e-7)
+    F = y - K @ (a * y)  # −y∘∇f from scratch
+    up = ((y > 0) & (a < C)) | ((y < 0) & (a > 0))
+    low = ((y > 0) & (a > 0)) | ((y < 0) & (a < C))
+    assert F[up].max() - F[low].min() < 1e-8
+    Q = y[:, None] * y[None, :] * K
+    assert res.objective == pytest.approx(0.5 * a @ Q @ a - a.sum(), rel=1e-12)
