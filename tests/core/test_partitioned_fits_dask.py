@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_classification
 
+from bsvm_core.bayesian_svm import BayesianSVM
 from bsvm_core.lda import LDA
 from bsvm_core.linear_svm import LinearSVM
 from bsvm_core.partitions import ArrayPartitions
@@ -81,3 +82,20 @@ def test_lda_and_qda_on_dask_workers_in_one_pass(
     np.testing.assert_allclose(lda.coef_, ref_lda.coef_, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(qda.covariances_, ref_qda.covariances_, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(qda.predict_proba(X), ref_qda.predict_proba(X), atol=1e-10)
+
+
+@pytest.mark.parametrize("multiclass", ["ovr", "ovo"])
+def test_em_on_dask_workers_is_the_in_memory_mode(
+    client: Any, data: tuple[np.ndarray, np.ndarray], multiclass: str
+) -> None:
+    """The design (one-vs-one: each pair's labels) travels to the workers with every pass."""
+    X, y = data
+    kw = {"method": "em", "alpha": 1.0, "nu": 0.7, "multiclass": multiclass}
+    with DaskPartitions.from_arrays(client, _blocks(X, y)) as parts:
+        ours = BayesianSVM(**kw).fit_partitions(parts)
+        assert ours.n_passes_ == parts.passes
+    ref = BayesianSVM(**kw).fit(X, y)
+    assert ours.binary_problems_ == ref.binary_problems_ and len(ours.binary_problems_) == 3
+    np.testing.assert_allclose(ours.objective_, ref.objective_, rtol=1e-8)
+    np.testing.assert_allclose(ours.beta_std_, ref.beta_std_, rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(ours.predict(X), ref.predict(X))
