@@ -107,8 +107,11 @@ class DaskPartitions:
 
     @classmethod
     def from_arrays(cls, client: Any, blocks: Sequence[Block]) -> DaskPartitions:
-        """Blocks of this process sent to the workers (tests; data already in memory)."""
-        return cls(client, client.scatter([(np.asarray(X), np.asarray(y)) for X, y in blocks]))
+        """Blocks of this process sent to the workers (tests; data already in memory). Not keyed
+        by content (``hash=False``): the same blocks sent again right after an earlier set was
+        closed would otherwise share the keys being released ("lost dependencies")."""
+        blocks = [(np.asarray(X), np.asarray(y)) for X, y in blocks]
+        return cls(client, client.scatter(blocks, hash=False))
 
     def _run(self, futures: list[Any]) -> list[Any]:
         """The futures' results in order, reporting each as it finishes."""
