@@ -14,6 +14,9 @@ iteration
 The rows of the working set are the only kernel memory: q is chosen so that the (q, n) block fits in
 ``cache_mb``. The subproblem keeps α and F in float64; float32 rows move F by at most ~1e-7 relative
 per update, far below tol.
+
+rbf subproblems that run long (large C: to ``SUBPROBLEM_STEPS_PER_VARIABLE`` steps a variable) take
+face Newton steps on their free points (``newton``), as SMO does below ``BATCHED_MIN_ROWS``.
 """
 
 from __future__ import annotations
@@ -24,9 +27,12 @@ import numpy as np
 from scipy.linalg.blas import daxpy
 
 from ..kernels import BlockFunction
+from .face_newton import NEWTON_STREAK, apply_newton_step, face_newton_step, newton_wait
 from .smo import (
+    DENSE_NEWTON_FLOPS_PER_STEP,
     DIVERGENCE_CHECK_EVERY,
     MIN_RELATIVE_MARGIN,
+    NEWTON_MAX_FREE,
     TAU,
     DualDivergence,
     SMOResult,
@@ -43,6 +49,13 @@ MAX_WORKING_SET = 1024
 SUBPROBLEM_STEPS_PER_VARIABLE = 10
 """Cap on pair updates per subproblem, times q: bounds the work between two global checks (with
 C = inf a divergent subproblem would otherwise use up max_iter before the hull test runs)."""
+
+NEWTON_START_PER_VARIABLE = 5
+"""With ``newton``, a subproblem takes no face Newton step before this many pair steps per variable
+(of ``SUBPROBLEM_STEPS_PER_VARIABLE``): subproblems that converge the usual way keep their bits.
+make_classification(n, 8, 5 informative, flip_y=0.2) at C = 1 took one step from 1 and 2 (n =
+8,000, 12,000) and from 3 (20,000); from 5, none on the grid's C = 1 sets at 8,000-20,000 rows (issue
+27's 20k row too), while the large-C subproblems, which run to the cap, still take them."""
 
 SHRINK_MIN_FRACTION = 0.05
 """Shrink only when at least this fraction of the active set goes (each shrink copies the rows)."""
@@ -123,6 +136,7 @@ def solve_subproblem(
     max_steps: int,
     floor_curvature: bool = True,
     local_fraction: float = LOCAL_TOL_FRACTION,
+    newton: bool = False,
 ) -> tuple[int, float]:
     """SMO with WSS3 on a q-variable subproblem, in place on ``F`` and ``alpha``; (steps, first gap).
 
@@ -133,6 +147,13 @@ def solve_subproblem(
     I_low), each moved by ``daxpy``, and WSS3's argmax b²/a over b > 0 is taken as argmax b / √a
     (b ≤ 0 gives ≤ 0; none positive stops the solve). A doubled [K | K], one ``daxpy`` a row for
     both, lost at q = 1,024: its copy each outer iteration cost more than the calls it saves.
+
+    With ``newton`` (rbf: K_ii = 1), a face Newton step on the subproblem's free points
+    (:func:`.face_newton.face_newton_step` on their rows of 1 − K) replaces a pair step as in
+    :func:`.smo.smo_solve`: after ``NEWTON_STREAK`` pair steps in a row among free points, on at
+    most ``NEWTON_MAX_FREE`` of them, once ``newton_wait`` steps (at
+    ``DENSE_NEWTON_FLOPS_PER_STEP``) have passed since the last try, and never before
+    ``NEWTON_START_PER_VARIABLE`` steps per variable. Each counts as one step.
     """
     inf = math.inf
     pos = y > 0
@@ -152,7 +173,24 @@ def solve_subproblem(
     local_tol = -1.0
     first_gap = 0.0
     steps = 0
+    streak = 0  # pair steps in a row whose two points were free before the step
+    streak_at = NEWTON_STREAK if newton else max_steps + 1
+    newton_at = last_newton = NEWTON_START_PER_VARIABLE * K.shape[0]
+    last_taken = True
     while steps < max_steps:
+        if streak >= streak_at and steps >= newton_at:
+            streak = 0
+            free = np.flatnonzero((alpha > 0.0) & (alpha < C))
+            k = free.size
+            newton_at = last_newton + newton_wait(k, last_taken, DENSE_NEWTON_FLOPS_PER_STEP)
+            if 2 <= k <= NEWTON_MAX_FREE and steps >= newton_at:
+                step = face_newton_step(1.0 - K[free], free, y[free], alpha[free], F_up[free], C)
+                last_newton, last_taken = steps, step is not None
+                newton_at = steps + newton_wait(k, last_taken, DENSE_NEWTON_FLOPS_PER_STEP)
+                if step is not None:
+                    apply_newton_step(step, alpha, free.tolist(), (F_up, F_low), F_up, F_low, ys, C)
+                    steps += 1
+                    continue
         i = int(F_up.argmax())
         g_max = F_up.item(i)
         K_i = K[i]
@@ -179,6 +217,8 @@ def solve_subproblem(
         y_i, y_j = ys[i], ys[j]
         a_i_old, a_j_old = alpha.item(i), alpha.item(j)
         a_i, a_j = pair_update(a_i_old, a_j_old, y_i, y_j, b_j, 2.0 * curv.item(j), C)
+        both_free = 0.0 < a_i_old < C and 0.0 < a_j_old < C
+        streak = streak + 1 if both_free else 0
         alpha[i] = a_i
         alpha[j] = a_j
         step_i, step_j = -y_i * (a_i - a_i_old), -y_j * (a_j - a_j_old)
@@ -212,6 +252,7 @@ def batched_smo_solve(
     ws_size: int | None = None,
     floor_curvature: bool = True,
     shrinking: bool = True,
+    newton: bool = False,
 ) -> SMOResult:
     """Solve the C-SVC dual by SMO on batched working sets (see the module docstring).
 
@@ -240,6 +281,10 @@ def batched_smo_solve(
     shrinking : bool
         Drop bound variables that cannot violate at the current extremes from the kernel rows and
         the gradient update; when the rest is solved, recompute their F exactly and go on with all.
+    newton : bool
+        Face Newton steps inside the subproblems (:func:`solve_subproblem`); only with finite C
+        and K_ii = 1 (rbf). Memory beside the rows: the free points' rows of the q × q block and
+        the step's k × k arrays (k ≤ q ≤ ``MAX_WORKING_SET``: at most ~16 MB whatever n).
 
     Returns
     -------
@@ -261,6 +306,7 @@ def batched_smo_solve(
     whole = q == n  # the subproblem is the whole problem: one solve to tol
     shrinking = shrinking and not whole
     hard = math.isinf(C)
+    newton = newton and not hard and bool(np.all(diag == 1.0))
 
     alpha = np.zeros(n)
     F = y.copy()
@@ -360,6 +406,7 @@ def batched_smo_solve(
             min(max_iter - n_iter, SUBPROBLEM_STEPS_PER_VARIABLE * ws_len),
             floor_curvature,
             0.0 if whole else LOCAL_TOL_FRACTION,
+            newton,
         )
         n_iter += steps
         n_outer += 1
