@@ -10,11 +10,13 @@ from typing import Any
 
 from threadpoolctl import ThreadpoolController
 
+Getter = Callable[[], int | None]
+Setter = Callable[[int], object]
+Controls = tuple[tuple[Getter, Setter], ...]
+
 _lock = threading.Lock()
 _users = 0
-_restore: list[
-    tuple[Callable[[int], object], int]
-] = []  # (a library's setter, its count) to restore
+_restore: list[tuple[Setter, int]] = []  # (a library's setter, its count) to restore
 
 
 class _Depth(threading.local):
@@ -22,7 +24,7 @@ class _Depth(threading.local):
     set on the way in (to restore on the way out)."""
 
     depth = 0
-    own: tuple[tuple[Callable[[int], object], int], ...] = ()
+    own: tuple[tuple[Setter, int], ...] = ()
 
 
 _here = _Depth()
@@ -49,14 +51,14 @@ def _openblas_symbol(lib: Any, name: str) -> Callable[..., Any] | None:
     return symbol(name) if symbol is not None else None
 
 
-def _thread_count_getter(lib: Any) -> Callable[[], int | None]:
+def _thread_count_getter(lib: Any) -> Getter:
     """``lib.num_threads``'s reading: OpenBLAS's own ``openblas_get_num_threads`` (ctypes, ~0.1
     µs) where threadpoolctl would call it (not OpenMP-threaded), else the property (~0.7 µs)."""
     get = _openblas_symbol(lib, "openblas_get_num_threads")
     return get if get is not None else (lambda: lib.num_threads)
 
 
-def _thread_count_setter(lib: Any) -> Callable[[int], object]:
+def _thread_count_setter(lib: Any) -> Setter:
     """Set ``lib``'s thread count from any thread.
 
     For a pthreads OpenBLAS this is its own ``openblas_set_num_threads``: threadpoolctl (3.6+)
@@ -75,20 +77,13 @@ def _per_thread(lib: Any) -> bool:
 
 
 @functools.cache
-def _blas_thread_counts() -> tuple[tuple[Any, Callable[[], int | None]], ...]:
-    """(library, its thread-count reader) of every BLAS library, found once."""
-    return tuple((lib, _thread_count_getter(lib)) for lib in _blas_libraries())
-
-
-@functools.cache
-def _blas_controls() -> tuple[
-    tuple[tuple[Callable[[], int | None], Callable[[int], object]], ...],
-    tuple[tuple[Callable[[], int | None], Callable[[int], object]], ...],
-]:
+def _blas_controls() -> tuple[Controls, Controls]:
     """(reader, setter) of the process-wide libraries, and of the per-thread ones, found once."""
-    shared, own = [], []
-    for lib, get in _blas_thread_counts():
-        (own if _per_thread(lib) else shared).append((get, _thread_count_setter(lib)))
+    shared: list[tuple[Getter, Setter]] = []
+    own: list[tuple[Getter, Setter]] = []
+    for lib in _blas_libraries():
+        controls = (_thread_count_getter(lib), _thread_count_setter(lib))
+        (own if _per_thread(lib) else shared).append(controls)
     return tuple(shared), tuple(own)
 
 

@@ -7,9 +7,11 @@ else to SMO alone (``solvers.smo``); up to ``DENSE_MAX_ROWS`` rows on a whole ke
 ``DOUBLED_MAX_ROWS`` rows run their SMO on [D | D] (``solvers.smo_distances``), up to
 ``DOUBLED_PROBE_MAX_ROWS`` rows the active sets' probe too; on either, with a
 whole rbf matrix and finite C, Newton steps on the free face (``solvers.face_newton``) join
-SMO's. Many one-vs-one rbf problems at once go to ``solvers.lockstep_smo`` over each problem's
+SMO's, as they do in ``solvers.smo`` on a whole matrix or on cached rbf rows
+(``solvers.cached_newton``). Many one-vs-one rbf problems at once go to ``solvers.lockstep_smo`` over each problem's
 block of one kernel matrix of all rows (``solvers.lockstep_blocks``), with the same hand-over to
-active sets, also taken by all problems at once (``solvers.lockstep_active_set``). Other one-vs-rest fits within ``DENSE_MAX_ROWS``, and
+active sets, also taken by all problems at once (``solvers.lockstep_active_set``). Other
+one-vs-rest fits within ``DENSE_MAX_ROWS``, and
 one-vs-one fits within ``SHARED_SUBSET_MAX_ROWS``, solve their problems one by one on one kernel
 matrix of all rows: a one-vs-one problem that SMO solves alone runs on the [D | D] of all rows with
 the other classes' rows out of its sets, one that may hand over to active sets on its rows' block.
@@ -409,7 +411,7 @@ def _solve_small(
     (:func:`_smo_doubled`): on the dense kernel matrix M
     (:func:`.kernel_matrices.dense_kernel_matrix`: D = 1 − K for rbf) or a row cache (M None),
     SMO, and the active sets after a probe. ``diag``: k(x, x) (None: made here)."""
-    tol, max_iter, cache_mb = common["tol"], common["max_iter"], common["cache_mb"]
+    max_iter, cache_mb = common["max_iter"], common["cache_mb"]
     n = y_pm.size
     if diag is None:
         diag = kernel_diagonal(X, kernel, **kw)
@@ -417,7 +419,7 @@ def _solve_small(
     block: Callable[..., None] | None = None
     if M is not None:
         rbf = kernel == "rbf"  # the matrix holds D = 1 − K
-        cache, block, dtype = DenseKernelRows(M, distances=rbf), matrix_block(M, rbf), np.float64
+        cache, block = DenseKernelRows(M, distances=rbf), matrix_block(M, rbf)
     else:
         cache = KernelRowCache(kernel_row_function(X, kernel, **kw), n, cache_mb, empty)
     smo_args = {"floor_curvature": kernel != "rbf", "cache": cache, "newton": True, **common}
@@ -427,38 +429,60 @@ def _solve_small(
         return smo_solve(None, diag, y_pm, C, **kw_smo, **smo_args)
 
     if active_sets_apply(n, X.shape[1], C, max_iter, kernel):
-        # SMO alone unless, after its first n // PROBE_FRACTION steps, the sets look ready
-        hand_over = (max(1, n // PROBE_FRACTION), functools.partial(_hand_over, X=X, C=C))
-        probe = res = smo(stop_if=hand_over)
-        if not probe.converged:
+
+        def sets_blocks() -> tuple[Callable[..., None], Any, float]:
+            """The active sets' kernel blocks, their dtype and the probe's bytes (one budget for
+            both: its rows stay alive for a resumed SMO); rbf rows: float32 blocks (SIMD
+            exponential) when their error bound allows."""
             if block is None:
-                # rbf: float32 blocks (SIMD exponential) when their error bound allows
                 dtype = np.float32 if float32_blocks(X, kernel, kw["gamma"]) else np.float64
-                block = kernel_block_function(X, kernel, **kw, dtype=dtype)
-            # one budget for both: the probe's rows stay alive for a resumed SMO
-            budget = max(cache_mb - cache.nbytes / 2**20, 0.0)
-            sets = active_set_solve(
-                block,
-                diag,
-                y_pm,
-                C,
-                tol=tol,
-                cache_mb=budget,
-                block_dtype=dtype,
-                start=probe,
-                empty=empty,
-            )
-            if sets is None:
-                res = smo(start=probe)
-            else:
-                sets.n_iter += probe.n_iter
-                sets.n_kernel_rows += probe.n_kernel_rows
-                res = sets
+                return kernel_block_function(X, kernel, **kw, dtype=dtype), dtype, cache.nbytes
+            return block, np.float64, cache.nbytes
+
+        res = _probe_then_sets(X, y_pm, C, diag, smo, sets_blocks, common, empty)
     else:
         res = smo()
     if isinstance(cache, DenseKernelRows):
         res.n_kernel_rows = n  # each row computed once, in the matrix
     return res
+
+
+def _probe_then_sets(
+    X: np.ndarray,
+    y_pm: np.ndarray,
+    C: float,
+    diag: np.ndarray,
+    smo: Callable[..., SMOResult],
+    sets_blocks: Callable[[], tuple[Callable[..., None], Any, float]],
+    common: dict[str, Any],
+    empty: Empty,
+) -> SMOResult:
+    """SMO alone unless, after its first n // ``PROBE_FRACTION`` steps, the sets look ready
+    (:func:`_hand_over`): then the active sets from the probe, on ``sets_blocks()`` (their kernel
+    blocks, dtype and the bytes already held, made only then), and SMO resumed from the probe
+    when they give up. ``smo(**kw)``: SMO with ``stop_if`` or ``start``."""
+    n = y_pm.size
+    hand_over = (max(1, n // PROBE_FRACTION), functools.partial(_hand_over, X=X, C=C))
+    probe = smo(stop_if=hand_over)
+    if probe.converged:
+        return probe
+    block, dtype, held = sets_blocks()
+    sets = active_set_solve(
+        block,
+        diag,
+        y_pm,
+        C,
+        tol=common["tol"],
+        cache_mb=max(common["cache_mb"] - held / 2**20, 0.0),
+        block_dtype=dtype,
+        start=probe,
+        empty=empty,
+    )
+    if sets is None:
+        return smo(start=probe)
+    sets.n_iter += probe.n_iter
+    sets.n_kernel_rows += probe.n_kernel_rows
+    return sets
 
 
 def _probe_doubled(
@@ -469,37 +493,24 @@ def _probe_doubled(
     common: dict[str, Any],
     empty: Empty,
 ) -> SMOResult:
-    """:func:`_solve_small`'s probe and active sets with SMO on W = [D | D] of X's rows
-    (:func:`_smo_doubled`): the probe, SMO on in the same run when it does not hand over, and
-    SMO resumed when the active sets give up. The active sets read row t of D as row 2t of W
-    seen as 2n × n (contiguous: ``take`` of the strided left half copies all of it first)."""
+    """:func:`_probe_then_sets` with SMO on W = [D | D] of X's rows (:func:`_smo_doubled`). The
+    active sets read row t of D as row 2t of W seen as 2n × n (contiguous: ``take`` of the
+    strided left half copies all of it first)."""
     n = y_pm.size
-    hand_over = (max(1, n // PROBE_FRACTION), functools.partial(_hand_over, X=X, C=C))
-    probe = _smo_doubled(W, y_pm, C, common, empty, stop_if=hand_over)
-    if probe.converged:
-        return probe
-    twice = matrix_block(W.reshape(2 * n, n), True)
 
-    def block(idx: np.ndarray, out: np.ndarray, cols: np.ndarray | None = None) -> None:
-        """K[idx][:, cols] from D's rows in W."""
-        twice(2 * idx, out, cols)
+    def sets_blocks() -> tuple[Callable[..., None], Any, float]:
+        twice = matrix_block(W.reshape(2 * n, n), True)
 
-    sets = active_set_solve(
-        block,
-        np.ones(n),
-        y_pm,
-        C,
-        tol=common["tol"],
-        cache_mb=max(common["cache_mb"] - W.nbytes / 2**20, 0.0),
-        block_dtype=np.float64,
-        start=probe,
-        empty=empty,
-    )
-    if sets is None:
-        return _smo_doubled(W, y_pm, C, common, empty, start=probe)
-    sets.n_iter += probe.n_iter
-    sets.n_kernel_rows = n  # each row computed once, in the matrix
-    return sets
+        def block(idx: np.ndarray, out: np.ndarray, cols: np.ndarray | None = None) -> None:
+            """K[idx][:, cols] from D's rows in W."""
+            twice(2 * idx, out, cols)
+
+        return block, np.float64, W.nbytes
+
+    smo = functools.partial(_smo_doubled, W, y_pm, C, common, empty)
+    res = _probe_then_sets(X, y_pm, C, np.ones(n), smo, sets_blocks, common, empty)
+    res.n_kernel_rows = n  # each row computed once, in the matrix
+    return res
 
 
 def _smo_doubled(

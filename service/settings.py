@@ -129,6 +129,14 @@ class Settings(BaseSettings):
         "queued again once, then failed (`TRAINING_ABANDONED`).",
     )
     job_ttl_s: float = Field(3600.0, gt=0, description="Finished jobs are forgotten after this.")
+    plot_wait_s: float = Field(
+        30.0,
+        ge=0.0,
+        le=600.0,
+        description="The ν path of an `em_svm` or `ecme_svm` model and its comparison plot are "
+        "computed after the training answers; their routes (`/path`, `path.png`, `compare.png`) "
+        "wait this long for them, then answer 409 with `Retry-After`.",
+    )
     save_retry_s: float = Field(
         600.0,
         ge=0.0,

@@ -13,7 +13,8 @@ With ``newton`` on a whole rbf distance matrix (``DenseKernelRows(D, distances=T
 past ``kernel_dual.DOUBLED_MAX_ROWS`` or on a one-vs-one block), face Newton steps join SMO's as in
 ``smo_distances`` (the same trigger and steps; on small faces the same wait too: tested), up to
 ``NEWTON_MAX_FREE`` free points, each step once SMO has taken its Cholesky's cost in steps
-(``DENSE_NEWTON_FLOPS_PER_STEP``): moons(800) at C = 10 takes 193 iterations instead of 907, at C = 100 329 instead of 3,901.
+(``DENSE_NEWTON_FLOPS_PER_STEP``): moons(800) at C = 10 takes 193 iterations instead of 907, at
+C = 100 329 instead of 3,901.
 On a row cache of rbf rows (problems past ``kernel_dual.DENSE_MAX_ROWS``) the same steps come from
 the cached rows (``cached_newton``): make_classification(3500, 8, flip_y=0.2) at C = 100 takes
 26,012 iterations instead of 134,485 (3.3x SVC's CPU → 1.0x).

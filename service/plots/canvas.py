@@ -15,6 +15,8 @@ if TYPE_CHECKING:
 DPI = 100
 PENDING_S = 3600.0
 """Plot data still pending after this was lost with its server (computed once, never again)."""
+RETRY_AFTER_S = 2
+"""``Retry-After`` of a 409 for plot data still being computed."""
 
 
 def figure_png(draw: Callable[[Figure], None], figsize: tuple[float, float]) -> bytes:
@@ -38,6 +40,14 @@ def text(name: Any) -> str:
     return str(name).replace("$", r"\$")
 
 
+def being_computed(record: dict[str, Any], key: str, now: float | None = None) -> bool:
+    """Whether ``record``'s ``key`` plot data is pending and not yet given up (``PENDING_S``)."""
+    value = (record.get("plot_data") or {}).get(key)
+    if not (isinstance(value, dict) and value.get("pending")):
+        return False
+    return (time.time() if now is None else now) - float(value.get("since", 0.0)) <= PENDING_S
+
+
 def stored_plot_data(record: dict[str, Any], key: str, why: str) -> Any:
     """``record["plot_data"][key]``, or 409 saying ``why`` it is missing."""
     value = (record.get("plot_data") or {}).get(key)
@@ -46,7 +56,7 @@ def stored_plot_data(record: dict[str, Any], key: str, why: str) -> Any:
             f"model {record['model_id']} has no {key} data: {why}", [detail("model", why)]
         )
     if isinstance(value, dict) and value.get("pending"):
-        stopped = time.time() - float(value.get("since", 0.0)) > PENDING_S
+        stopped = not being_computed(record, key)
         why = (
             "its server stopped before it was computed; train the model again"
             if stopped
@@ -55,6 +65,7 @@ def stored_plot_data(record: dict[str, Any], key: str, why: str) -> Any:
         raise Conflict(
             f"the {key} data of model {record['model_id']} is not ready: {why}",
             [detail("model", why)],
+            headers={} if stopped else {"Retry-After": str(RETRY_AFTER_S)},
         )
     if isinstance(value, dict) and "error" in value:
         raise Conflict(

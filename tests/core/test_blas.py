@@ -135,3 +135,47 @@ def test_threads_leaving_in_any_order_restore_the_count_from_any_thread() -> Non
             t.join()
         assert seen == {"after the first left": [1] * len(before), "after both": before}
         assert _blas_threads() == before
+
+
+def test_a_per_thread_library_is_set_and_restored_by_each_thread_for_itself(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An OpenMP-threaded OpenBLAS (``omp_set_num_threads``: the calling thread's own count),
+    faked: each thread sets its own count to one inside and restores its own on the way out,
+    while another thread is still inside."""
+    import threading
+
+    from bsvm_core import _blas
+
+    counts = threading.local()
+
+    def get() -> int:
+        return getattr(counts, "n", 4)
+
+    def set_(n: int) -> None:
+        counts.n = n
+
+    monkeypatch.setattr(_blas, "_blas_controls", lambda: ((), ((get, set_),)))
+    inside, leave = threading.Barrier(2), threading.Event()
+    seen: dict[str, list[int]] = {}
+
+    def user(name: str, start: int) -> None:
+        counts.n = start
+        with single_blas_thread():
+            seen[name] = [get()]
+            inside.wait()
+            if name == "second":
+                leave.wait()
+        seen[name].append(get())
+        if name == "first":
+            leave.set()
+
+    threads = [
+        threading.Thread(target=user, args=("first", 3)),
+        threading.Thread(target=user, args=("second", 5)),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen == {"first": [1, 3], "second": [1, 5]}

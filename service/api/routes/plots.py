@@ -4,14 +4,18 @@ EM/ECME path over ν (also as JSON), and the comparison with a linear SVM. Model
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
+from starlette.concurrency import run_in_threadpool
 
-from service.api.deps import StoreDep
+from service.api.deps import SettingsDep, StoreDep
 from service.api.openapi import error_responses
 from service.api.params import Level, ModelRef, Scale
 from service.plots.boundary import boundary_png
+from service.plots.canvas import being_computed
 from service.plots.compare import compare_png
 from service.plots.paths import path_png, path_view
 from service.plots.roc import roc_png
@@ -44,6 +48,21 @@ def _record(store: ModelStore, ref: str, request: Request) -> dict[str, Any]:
     model_id = store.resolve(ref)
     request.state.model_id = model_id
     return store.get_record(model_id)
+
+
+async def _ready_record(
+    store: ModelStore, ref: str, request: Request, key: str, wait_s: float
+) -> dict[str, Any]:
+    """The record of ``ref`` once its ``key`` plot data is computed (the ν path and the
+    comparison come after the training's answer), waiting up to ``wait_s`` without a thread."""
+    record = await run_in_threadpool(_record, store, ref, request)
+    deadline = time.monotonic() + wait_s
+    delay = 0.05
+    while being_computed(record, key) and (left := deadline - time.monotonic()) > 0:
+        await asyncio.sleep(min(delay, left))
+        delay = min(2 * delay, 0.5)
+        record = await run_in_threadpool(store.get_record, record["model_id"])
+    return record
 
 
 def _png(content: bytes) -> Response:
@@ -85,9 +104,13 @@ def get_boundary_plot(
     response_model=RegularisationPath,
     responses=ERRORS,
 )
-def get_path(ref: ModelRef, store: StoreDep, request: Request) -> Any:
-    """EM modes over 30 values of ν (±3 decades around the fitted ν); em_svm and ecme_svm only."""
-    return path_view(_record(store, ref, request))
+async def get_path(ref: ModelRef, store: StoreDep, settings: SettingsDep, request: Request) -> Any:
+    """EM modes over 30 values of ν (±3 decades around the fitted ν); em_svm and ecme_svm only.
+
+    Computed after the training answers: waits up to `BSVM_PLOT_WAIT_S` for it, then 409 with
+    `Retry-After`.
+    """
+    return path_view(await _ready_record(store, ref, request, "path", settings.plot_wait_s))
 
 
 @router.get(
@@ -95,11 +118,19 @@ def get_path(ref: ModelRef, store: StoreDep, request: Request) -> Any:
     response_class=Response,
     responses=png_response("PNG: ‖β‖ and every coefficient against log10 ν."),
 )
-def get_path_plot(
-    ref: ModelRef, store: StoreDep, request: Request, scale: Scale = "standardised"
+async def get_path_plot(
+    ref: ModelRef,
+    store: StoreDep,
+    settings: SettingsDep,
+    request: Request,
+    scale: Scale = "standardised",
 ) -> Response:
-    """The path over ν as a plot (em_svm and ecme_svm only; 409 for other models)."""
-    return _png(path_png(_record(store, ref, request), scale))
+    """The path over ν as a plot (em_svm and ecme_svm only; 409 for other models).
+
+    Waits for the path like `GET /models/{ref}/path`.
+    """
+    record = await _ready_record(store, ref, request, "path", settings.plot_wait_s)
+    return _png(await run_in_threadpool(path_png, record, scale))
 
 
 @router.get(
@@ -107,9 +138,10 @@ def get_path_plot(
     response_class=Response,
     responses=png_response("PNG: Bayesian against linear-SVM coefficients, with y = x."),
 )
-def get_compare_plot(
+async def get_compare_plot(
     ref: ModelRef,
     store: StoreDep,
+    settings: SettingsDep,
     request: Request,
     scale: Scale = "original",
     level: Level = DEFAULT_LEVEL,
@@ -118,7 +150,12 @@ def get_compare_plot(
 
     α = 2 makes them equal (the mode is the SVM's solution); for other α the same C = ν² is
     used, so the plot shows what the prior's exponent changes. Models with draws add credible
-    intervals as error bars. 409 for non-Bayesian models.
+    intervals as error bars. 409 for non-Bayesian models. For em_svm and ecme_svm it is computed
+    with the ν path, after the training answers, and waited for like it.
     """
-    record = _record(store, ref, request)
-    return _png(compare_png(record, store.load(record["model_id"]), scale, level))
+    record = await _ready_record(store, ref, request, "compare", settings.plot_wait_s)
+
+    def draw() -> bytes:
+        return compare_png(record, store.load(record["model_id"]), scale, level)
+
+    return _png(await run_in_threadpool(draw))

@@ -22,10 +22,11 @@ from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
+from starlette.concurrency import run_in_threadpool
 
 from service import __version__
 from service.api.auth import API_KEY_HEADER, key_is_valid
-from service.api.deps import JobsDep, StoreDep
+from service.api.deps import JobsDep, SettingsDep, StoreDep
 from service.api.params import ModelRef
 from service.api.routes import models as model_routes
 from service.api.routes import plots as plot_routes
@@ -269,21 +270,24 @@ def trace_plot(
 
 
 @router.get("/models/{ref}/{kind}.png")
-def plot(
+async def plot(
     request: Request,
     ref: ModelRef,
     store: StoreDep,
+    settings: SettingsDep,
     kind: Literal["roc", "boundary", "path", "compare"],
 ) -> Response:
     """One of the model's plots, as its ``/models/{ref}/{kind}.png`` route draws it."""
     if kind == "roc":
-        png = plot_routes.get_roc_plot(ref, store, request)
+        png = await run_in_threadpool(plot_routes.get_roc_plot, ref, store, request)
     elif kind == "boundary":
-        png = plot_routes.get_boundary_plot(ref, store, request)
+        png = await run_in_threadpool(plot_routes.get_boundary_plot, ref, store, request)
     elif kind == "path":
-        png = plot_routes.get_path_plot(ref, store, request, "standardised")
+        png = await plot_routes.get_path_plot(ref, store, settings, request, "standardised")
     else:
-        png = plot_routes.get_compare_plot(ref, store, request, "original", DEFAULT_LEVEL)
+        png = await plot_routes.get_compare_plot(
+            ref, store, settings, request, "original", DEFAULT_LEVEL
+        )
     png.headers.update(PNG_HEADERS)
     return png
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import threading
 import time
 
 import numpy as np
@@ -14,11 +15,13 @@ from sklearn.datasets import load_breast_cancer
 from bsvm_core import BayesianSVM
 from service.model_types import model_types
 from service.plots import trace as trace_plot
+from service.plots.canvas import PENDING_S, RETRY_AFTER_S
 from service.plots.data import (
     feature_stats,
     later_keys,
     later_plot_data,
     linear_comparison,
+    path_pending,
     plot_data,
     regularisation_path,
 )
@@ -223,3 +226,43 @@ def test_compare_names_only_the_largest_coefficients(client):
     path_when_ready(client, "wide")  # the comparison is stored with the path
     assert_png(client.get("/models/wide/compare.png"))
     assert MAX_LABELS < 30
+
+
+def test_the_path_routes_wait_for_the_path_computed_after_the_answer(make_client, cancer):
+    """A pending path is waited for (``BSVM_PLOT_WAIT_S``); past the wait, 409 with Retry-After;
+    a path its server gave up on answers at once, without Retry-After."""
+    X, y = cancer
+    client = make_client(plot_wait_s=20.0)
+    rec = train(client, X, y, "em_svm", params={"alpha": 2, "nu": 0.5})
+    computed = path_when_ready(client, "em_svm").json()
+    registry = client.app.state.store.registry
+    record = registry.get_record(rec["model_id"])["plot_data"]
+    later = {key: record[key] for key in ("path", "compare")}
+    for route in ("path", "path.png", "compare.png"):
+        registry.set_plot_data(rec["model_id"], {"path": path_pending(), "compare": path_pending()})
+        timer = threading.Timer(0.4, registry.set_plot_data, (rec["model_id"], later))
+        start = time.monotonic()
+        timer.start()
+        r = client.get(f"/models/em_svm/{route}")
+        timer.join()
+        assert r.status_code == 200, (route, r.text)
+        assert time.monotonic() - start >= 0.4
+    assert client.get("/models/em_svm/path").json() == computed
+
+    client.app.state.settings = client.app.state.settings.model_copy(update={"plot_wait_s": 0.3})
+    registry.set_plot_data(rec["model_id"], {"path": path_pending(), "compare": path_pending()})
+    for route in ("path", "path.png", "compare.png"):
+        start = time.monotonic()
+        r = client.get(f"/models/em_svm/{route}")
+        assert 0.3 <= time.monotonic() - start < 10
+        assert_409(r, "retry in a few seconds")
+        assert r.headers["retry-after"] == str(RETRY_AFTER_S)
+
+    client.app.state.settings = client.app.state.settings.model_copy(update={"plot_wait_s": 60})
+    given_up = path_pending(time.time() - PENDING_S - 1)
+    registry.set_plot_data(rec["model_id"], {"path": given_up, "compare": given_up})
+    start = time.monotonic()
+    r = client.get("/models/em_svm/path.png")
+    assert time.monotonic() - start < 10  # not the 60 s wait
+    assert_409(r, "server stopped")
+    assert "retry-after" not in r.headers
