@@ -57,6 +57,12 @@ make_classification(n, 8, 5 informative, flip_y=0.2) at C = 1 took one step from
 8,000, 12,000) and from 3 (20,000); from 5, none on the grid's C = 1 sets at 8,000-20,000 rows (issue
 27's 20k row too), while the large-C subproblems, which run to the cap, still take them."""
 
+POLISH_ROWS_PER_SUPPORT_VECTOR = 8
+"""A solve on float32 rows checks its end point with F from scratch in float64 (one float64 row
+per support vector, ~2 float32 rows' cost) once it has computed this many rows per support vector:
+the check then costs at most a fourth of the rows, and the float32 rows' drift grows with the
+updates (main's end points at C = 1,000 were 1.2-64x tol from the exact gap)."""
+
 SHRINK_MIN_FRACTION = 0.05
 """Shrink only when at least this fraction of the active set goes (each shrink copies the rows)."""
 
@@ -240,77 +246,45 @@ def solve_subproblem(
     return steps, first_gap
 
 
-def batched_smo_solve(
+def exact_gap(alpha: np.ndarray, F: np.ndarray, y: np.ndarray, C: float) -> float:
+    """m(α) − M(α) = max over I_up of F − min over I_low of F (Keerthi et al. 2001)."""
+    up, low = up_low_masks(alpha, y, C)
+    return float(F[up].max(initial=-np.inf)) - float(F[low].min(initial=np.inf))
+
+
+def polish_applies(alpha: np.ndarray, n_rows: int, dtype: type) -> bool:
+    """Whether a solve on ``dtype`` rows that computed n_rows of them checks its end point with F
+    from scratch in float64: rows narrower than float64, and at least
+    ``POLISH_ROWS_PER_SUPPORT_VECTOR`` rows per support vector (the check's cost)."""
+    n_sv = int(np.count_nonzero(alpha))
+    return np.dtype(dtype).itemsize < 8 and n_rows >= POLISH_ROWS_PER_SUPPORT_VECTOR * n_sv
+
+
+def solve_batches(
     block: BlockFunction,
     diag: np.ndarray,
     y: np.ndarray,
     C: float,
-    tol: float = 1e-3,
-    max_iter: int | None = None,
-    cache_mb: float = 200.0,
-    dtype: type = np.float32,
-    ws_size: int | None = None,
-    floor_curvature: bool = True,
-    shrinking: bool = True,
-    newton: bool = False,
-) -> SMOResult:
-    """Solve the C-SVC dual by SMO on batched working sets (see the module docstring).
+    alpha: np.ndarray,
+    F: np.ndarray,
+    store: np.ndarray,
+    q: int,
+    tol: float,
+    max_iter: int,
+    floor_curvature: bool,
+    shrinking: bool,
+    newton: bool,
+) -> tuple[int, int, bool]:
+    """:func:`batched_smo_solve`'s outer loop from (α, F), in place; (pair updates, rows, converged).
 
-    Parameters
-    ----------
-    block : callable
-        ``block(idx, out)`` writes K(X[idx], X) into ``out`` of shape (len(idx), n) and ``dtype``.
-    diag : ndarray of shape (n,)
-        Kernel diagonal K_ii.
-    y : ndarray of shape (n,)
-        Targets in {+1, −1} (both present).
-    C : float
-        Box bound, > 0; ``math.inf`` is the hard margin.
-    tol : float
-        Stopping tolerance on m(α) − M(α).
-    max_iter : int or None
-        Cap on the total number of pair updates; None is libsvm's max(10⁷, 100 n).
-    cache_mb : float
-        Memory budget of the working set's kernel rows; sets q unless ``ws_size`` is given.
-    dtype : numpy float type
-        Precision of the kernel rows (float32: half the memory and time of float64).
-    ws_size : int or None
-        Working-set size q (even); None chooses it from n and ``cache_mb``.
-    floor_curvature : bool
-        As in :func:`.smo.smo_solve`.
-    shrinking : bool
-        Drop bound variables that cannot violate at the current extremes from the kernel rows and
-        the gradient update; when the rest is solved, recompute their F exactly and go on with all.
-    newton : bool
-        Face Newton steps inside the subproblems (:func:`solve_subproblem`); only with finite C
-        and K_ii = 1 (rbf). Memory beside the rows: the free points' rows of the q × q block and
-        the step's k × k arrays (k ≤ q ≤ ``MAX_WORKING_SET``: at most ~16 MB whatever n).
-
-    Returns
-    -------
-    SMOResult
-        ``n_iter`` counts pair updates, ``n_kernel_rows`` the kernel rows computed.
-
-    Raises
-    ------
-    DualDivergence
-        With C = inf, when the classes' hulls in feature space (nearly) touch.
+    ``store`` holds the working set's q rows over the active columns (its dtype is the rows').
     """
-    y = np.ascontiguousarray(y, dtype=np.float64)
-    diag = np.ascontiguousarray(diag, dtype=np.float64)
     n = y.shape[0]
-    if max_iter is None:
-        max_iter = default_max_iter(n)
-    q = min(ws_size or working_set_size(n, cache_mb, np.dtype(dtype).itemsize), n)
+    dtype = store.dtype.type
     half = q // 2
     whole = q == n  # the subproblem is the whole problem: one solve to tol
     shrinking = shrinking and not whole
     hard = math.isinf(C)
-    newton = newton and not hard and bool(np.all(diag == 1.0))
-
-    alpha = np.zeros(n)
-    F = y.copy()
-    store = np.empty(q * n, dtype=dtype)  # the working set's rows over the active columns
     active = np.arange(n)  # not shrunk (Joachims 1999; libsvm's shrinking)
     position = np.arange(n)  # of each index in ``active``
     ws = np.empty(q, dtype=np.intp)
@@ -428,6 +402,99 @@ def batched_smo_solve(
                     f"two classes in feature space is at most {distance:.3g}, below "
                     f"{MIN_RELATIVE_MARGIN:g} of the data's spread: they touch"
                 )
+    return n_iter, n_rows, converged
+
+
+def batched_smo_solve(
+    block: BlockFunction,
+    diag: np.ndarray,
+    y: np.ndarray,
+    C: float,
+    tol: float = 1e-3,
+    max_iter: int | None = None,
+    cache_mb: float = 200.0,
+    dtype: type = np.float32,
+    ws_size: int | None = None,
+    floor_curvature: bool = True,
+    shrinking: bool = True,
+    newton: bool = False,
+    exact_block: BlockFunction | None = None,
+) -> SMOResult:
+    """Solve the C-SVC dual by SMO on batched working sets (see the module docstring).
+
+    Parameters
+    ----------
+    block : callable
+        ``block(idx, out)`` writes K(X[idx], X) into ``out`` of shape (len(idx), n) and ``dtype``.
+    diag : ndarray of shape (n,)
+        Kernel diagonal K_ii.
+    y : ndarray of shape (n,)
+        Targets in {+1, −1} (both present).
+    C : float
+        Box bound, > 0; ``math.inf`` is the hard margin.
+    tol : float
+        Stopping tolerance on m(α) − M(α).
+    max_iter : int or None
+        Cap on the total number of pair updates; None is libsvm's max(10⁷, 100 n).
+    cache_mb : float
+        Memory budget of the working set's kernel rows; sets q unless ``ws_size`` is given.
+    dtype : numpy float type
+        Precision of the kernel rows (float32: half the memory and time of float64).
+    ws_size : int or None
+        Working-set size q (even); None chooses it from n and ``cache_mb``.
+    floor_curvature : bool
+        As in :func:`.smo.smo_solve`.
+    shrinking : bool
+        Drop bound variables that cannot violate at the current extremes from the kernel rows and
+        the gradient update; when the rest is solved, recompute their F exactly and go on with all.
+    newton : bool
+        Face Newton steps inside the subproblems (:func:`solve_subproblem`); only with finite C
+        and K_ii = 1 (rbf). Memory beside the rows: the free points' rows of the q × q block and
+        the step's k × k arrays (k ≤ q ≤ ``MAX_WORKING_SET``: at most ~16 MB whatever n).
+    exact_block : callable or None
+        The kernel's float64 ``block``, for a solve on float32 rows: where
+        :func:`polish_applies`, the end point's F is computed from scratch in float64 from the
+        support vectors' rows (over the store's bytes), and if its gap m − M is still ≥ ``tol``
+        (the float32 rows' drift), the solve goes on from α on float64 rows (q halved, the same
+        bytes) until it is below. An end point that meets ``tol`` keeps its α; its intercept and
+        objective come from the exact F.
+
+    Returns
+    -------
+    SMOResult
+        ``n_iter`` counts pair updates, ``n_kernel_rows`` the kernel rows computed.
+
+    Raises
+    ------
+    DualDivergence
+        With C = inf, when the classes' hulls in feature space (nearly) touch.
+    """
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    diag = np.ascontiguousarray(diag, dtype=np.float64)
+    n = y.shape[0]
+    if max_iter is None:
+        max_iter = default_max_iter(n)
+    q = min(ws_size or working_set_size(n, cache_mb, np.dtype(dtype).itemsize), n)
+    newton = newton and not math.isinf(C) and bool(np.all(diag == 1.0))
+
+    alpha = np.zeros(n)
+    F = y.copy()
+    store = np.empty(q * n, dtype=dtype)  # the working set's rows over the active columns
+    settings = (floor_curvature, shrinking, newton)
+    n_iter, n_rows, converged = solve_batches(
+        block, diag, y, C, alpha, F, store, q, tol, max_iter, *settings
+    )
+    if exact_block is not None and converged and polish_applies(alpha, n_rows, dtype):
+        # F from scratch in float64, over the store's bytes: q // 2 float64 rows at a time
+        wide = store.view(np.float64)
+        n_rows += reconstruct_gradient(exact_block, F, alpha, y, np.arange(n), wide, np.float64)
+        if exact_gap(alpha, F, y, C) >= tol:
+            q_wide = min(n, max(2, (wide.size // n) - (wide.size // n) % 2), MAX_WORKING_SET)
+            more, rows, converged = solve_batches(
+                exact_block, diag, y, C, alpha, F, wide, q_wide, tol, max_iter - n_iter, *settings
+            )
+            n_iter += more
+            n_rows += rows
     return SMOResult(
         alpha=alpha,
         intercept=intercept_rule(alpha, F, y, C),
