@@ -119,7 +119,9 @@ def estimate_fit_bytes(estimator: Any, n_samples: int, n_features: int, n_classe
     but then as many blocks at a time as ``cache_mb`` holds: 12 n² within ``cache_mb``), beside
     them a face-Newton step's arrays (k = min(n, ``smo.NEWTON_MAX_FREE``) free points: k rows of
     a whole matrix, K_FF and its factor, the continuation's columns: 8 k (n + 2k + 100) bytes;
-    without the n from cached rows) and
+    without the n from cached rows), from ``BATCHED_MIN_ROWS`` rows the float64 kernel block of
+    the end point's check (its (d + 2) × n columns and a gathered copy; the check and the polish
+    reuse the rows' bytes) and
     BayesianSVM's per-problem design matrices and per-chain draws before they are stacked.
     """
     _check_shape(n_samples, n_features, n_classes)
@@ -142,6 +144,8 @@ def estimate_fit_bytes(estimator: Any, n_samples: int, n_features: int, n_classe
         k = min(n, NEWTON_MAX_FREE)
         extra = 2 * k + 2 * MAX_CONTINUED_COLUMNS + 20
         working += FLOAT * k * ((n if n <= DENSE_MAX_ROWS else 0) + extra)
+        if n >= BATCHED_MIN_ROWS:  # the end point's float64 check and polish (batched_smo)
+            working += FLOAT * (2 * (d + 2) + 2) * n  # the float64 block's columns, a gathered copy
     if isinstance(estimator, BayesianSVM):
         P = 1 if K == 2 else K
         working += FLOAT * P * n * (d + 1) + artifact  # tasks, and chain outputs before stacking

@@ -16,7 +16,13 @@ from bsvm_core.solvers.batched_smo import batched_smo_solve, up_low_masks
 
 
 def solve(
-    X: np.ndarray, y: np.ndarray, C: float, gamma: float, newton: bool, dtype: type
+    X: np.ndarray,
+    y: np.ndarray,
+    C: float,
+    gamma: float,
+    newton: bool,
+    dtype: type,
+    exact: bool = False,
 ) -> object:
     return batched_smo_solve(
         kernel_block_function(X, "rbf", gamma=gamma, dtype=dtype),
@@ -25,6 +31,9 @@ def solve(
         C,
         dtype=dtype,
         newton=newton,
+        exact_block=kernel_block_function(X, "rbf", gamma=gamma, dtype=np.float64)
+        if exact
+        else None,
     )
 
 
@@ -65,7 +74,44 @@ def test_no_newton_step_at_c_1_keeps_the_bits(newton_sizes: list[int]) -> None:
     assert on.intercept == off.intercept
 
 
-def test_large_c_noisy_end_point_meets_kkt_and_libsvm(newton_sizes: list[int]) -> None:
+@pytest.fixture(scope="module")
+def moons_svc() -> tuple[SVC, float]:
+    """libsvm on moons(8,000, noise 0.3) at C = 1,000, γ = 0.5, and its dual objective in float64."""
+    X, y01 = make_moons(8000, noise=0.3, random_state=0)
+    svc = SVC(C=1000.0, gamma=0.5).fit(X, y01)
+    c = svc.dual_coef_[0]
+    S = svc.support_vectors_
+    return svc, 0.5 * float(c @ kernel_times(S, 0.5, S, c)) - float(np.abs(c).sum())
+
+
+@pytest.fixture
+def checked_gaps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The gaps m − M of the end points batched SMO checked with F from scratch in float64."""
+    gaps: list[float] = []
+    real = batched_smo.exact_gap
+
+    def recorded(*args: object) -> float:
+        gaps.append(real(*args))
+        return gaps[-1]
+
+    monkeypatch.setattr(batched_smo, "exact_gap", recorded)
+    return gaps
+
+
+def exact_end_point(
+    X: np.ndarray, y: np.ndarray, a: np.ndarray, gamma: float, C: float
+) -> tuple[float, float]:
+    """(½(y∘α)ᵀK(y∘α) − Σα, m − M) with F = y − K(y∘α) from scratch in float64."""
+    sv = np.flatnonzero(a)
+    Kc = kernel_times(X, gamma, X[sv], a[sv] * y[sv])
+    F = y - Kc
+    up, low = up_low_masks(a, y, C)
+    return 0.5 * float((a * y) @ Kc) - float(a.sum()), float(F[up].max() - F[low].min())
+
+
+def test_large_c_noisy_end_point_meets_kkt_and_libsvm(
+    newton_sizes: list[int], moons_svc: tuple[SVC, float]
+) -> None:
     """moons(8,000, noise 0.3) at C = 1,000: Newton steps taken; the end point's KKT gap from an
     exact F below tol, its objective no worse than libsvm's, and the same training labels."""
     X, y01 = make_moons(8000, noise=0.3, random_state=0)
@@ -83,10 +129,66 @@ def test_large_c_noisy_end_point_meets_kkt_and_libsvm(newton_sizes: list[int]) -
     assert F[up].max() - F[low].min() < tol * (1 + 1e-6)
     objective = 0.5 * float((a * y) @ Kc) - float(a.sum())
     assert res.objective == pytest.approx(objective, rel=1e-9)
-    svc = SVC(C=C, gamma=gamma).fit(X, y01)
-    c = svc.dual_coef_[0]
-    S = svc.support_vectors_
-    sk_objective = 0.5 * float(c @ kernel_times(S, gamma, S, c)) - float(np.abs(c).sum())
+    svc, sk_objective = moons_svc
     assert objective <= sk_objective + 1e-6 * abs(sk_objective)
     labels = np.where(Kc + res.intercept > 0, 1, 0)
     assert np.mean(labels == svc.predict(X)) >= 0.999
+
+
+def test_float32_end_point_failing_the_exact_check_is_polished(
+    checked_gaps: list[float], moons_svc: tuple[SVC, float]
+) -> None:
+    """moons(8,000, noise 0.3) at C = 1,000 on float32 rows: the end point's gap from an exact F is
+    far above tol (the rows' drift); with the float64 block the solve goes on to an exact gap
+    below tol, a lower objective, and no worse than libsvm's."""
+    X, y01 = make_moons(8000, noise=0.3, random_state=0)
+    y = 2.0 * y01 - 1.0
+    C, gamma, tol = 1000.0, 0.5, 1e-3
+    rough = solve(X, y, C, gamma, True, np.float32)
+    rough_objective, rough_gap = exact_end_point(X, y, rough.alpha, gamma, C)
+    assert rough.converged and rough_gap > 10 * tol and checked_gaps == []
+    res = solve(X, y, C, gamma, True, np.float32, exact=True)
+    assert len(checked_gaps) == 1 and checked_gaps[0] > 10 * tol
+    assert res.converged and res.n_iter > rough.n_iter
+    a = res.alpha
+    assert np.all(a >= 0.0) and np.all(a <= C)
+    assert abs(float(a @ y)) < 1e-9 * float(a.sum())
+    objective, gap = exact_end_point(X, y, a, gamma, C)
+    assert gap < tol
+    assert res.objective == pytest.approx(objective, rel=1e-9)
+    assert objective < rough_objective
+    svc, sk_objective = moons_svc
+    assert objective <= sk_objective + 1e-6 * abs(sk_objective)
+    sv = np.flatnonzero(a)
+    labels = np.where(kernel_times(X, gamma, X[sv], a[sv] * y[sv]) + res.intercept > 0, 1, 0)
+    assert np.mean(labels == svc.predict(X)) >= 0.999
+
+
+def test_float32_end_point_meeting_the_exact_check_keeps_its_alpha(
+    checked_gaps: list[float],
+) -> None:
+    """make_classification(8,000, 8) at C = 10: the check runs (≥ 8 rows a support vector) and
+    finds the exact gap below tol: α and the steps are the float32 solve's to the bit; the
+    objective is the exact one."""
+    X, y01 = make_classification(
+        8000, 8, n_informative=5, n_redundant=2, flip_y=0.0, random_state=0
+    )
+    X = (X - X.mean(0)) / X.std(0)
+    y = 2.0 * y01 - 1.0
+    C, gamma, tol = 10.0, 1.0 / 8, 1e-3
+    rough = solve(X, y, C, gamma, True, np.float32)
+    res = solve(X, y, C, gamma, True, np.float32, exact=True)
+    assert len(checked_gaps) == 1 and checked_gaps[0] < tol
+    assert np.array_equal(res.alpha, rough.alpha)
+    assert res.n_iter == rough.n_iter and res.converged
+    objective, gap = exact_end_point(X, y, res.alpha, gamma, C)
+    assert gap == pytest.approx(checked_gaps[0], rel=1e-6, abs=1e-12)
+    assert res.objective == pytest.approx(objective, rel=1e-9)
+    assert abs(res.intercept - rough.intercept) < 1e-2 * tol  # the drift of the float32 F
+
+
+def test_polish_applies_to_long_float32_solves_only() -> None:
+    alpha = np.r_[np.zeros(90), np.ones(10)]
+    assert batched_smo.polish_applies(alpha, 80, np.float32)
+    assert not batched_smo.polish_applies(alpha, 79, np.float32)
+    assert not batched_smo.polish_applies(alpha, 10_000, np.float64)
