@@ -57,12 +57,6 @@ make_classification(n, 8, 5 informative, flip_y=0.2) at C = 1 took one step from
 8,000, 12,000) and from 3 (20,000); from 5, none on the grid's C = 1 sets at 8,000-20,000 rows (issue
 27's 20k row too), while the large-C subproblems, which run to the cap, still take them."""
 
-POLISH_ROWS_PER_SUPPORT_VECTOR = 8
-"""A solve on float32 rows checks its end point with F from scratch in float64 (one float64 row
-per support vector, ~2 float32 rows' cost) once it has computed this many rows per support vector:
-the check then costs at most a fourth of the rows, and the float32 rows' drift grows with the
-updates (main's end points at C = 1,000 were 1.2-64x tol from the exact gap)."""
-
 SHRINK_MIN_FRACTION = 0.05
 """Shrink only when at least this fraction of the active set goes (each shrink copies the rows)."""
 
@@ -250,14 +244,6 @@ def exact_gap(alpha: np.ndarray, F: np.ndarray, y: np.ndarray, C: float) -> floa
     """m(α) − M(α) = max over I_up of F − min over I_low of F (Keerthi et al. 2001)."""
     up, low = up_low_masks(alpha, y, C)
     return float(F[up].max(initial=-np.inf)) - float(F[low].min(initial=np.inf))
-
-
-def polish_applies(alpha: np.ndarray, n_rows: int, dtype: type) -> bool:
-    """Whether a solve on ``dtype`` rows that computed n_rows of them checks its end point with F
-    from scratch in float64: rows narrower than float64, and at least
-    ``POLISH_ROWS_PER_SUPPORT_VECTOR`` rows per support vector (the check's cost)."""
-    n_sv = int(np.count_nonzero(alpha))
-    return np.dtype(dtype).itemsize < 8 and n_rows >= POLISH_ROWS_PER_SUPPORT_VECTOR * n_sv
 
 
 def solve_batches(
@@ -452,12 +438,12 @@ def batched_smo_solve(
         and K_ii = 1 (rbf). Memory beside the rows: the free points' rows of the q × q block and
         the step's k × k arrays (k ≤ q ≤ ``MAX_WORKING_SET``: at most ~16 MB whatever n).
     exact_block : callable or None
-        The kernel's float64 ``block``, for a solve on float32 rows: where
-        :func:`polish_applies`, the end point's F is computed from scratch in float64 from the
-        support vectors' rows (over the store's bytes), and if its gap m − M is still ≥ ``tol``
-        (the float32 rows' drift), the solve goes on from α on float64 rows (q halved, the same
-        bytes) until it is below. An end point that meets ``tol`` keeps its α; its intercept and
-        objective come from the exact F.
+        The kernel's float64 ``block``, for a solve on float32 rows: the end point's F is computed
+        from scratch in float64 from the support vectors' rows (over the store's bytes: one
+        float64 row per support vector, 8-24 % of a C = 1 fit), and if its gap m − M is still
+        ≥ ``tol`` (the float32 rows' drift: up to 64 tol at C = 1,000), the solve goes on from α
+        on float64 rows (q halved, the same bytes) until it is below. An end point that meets
+        ``tol`` keeps its α to the bit; its intercept and objective come from the exact F.
 
     Returns
     -------
@@ -484,7 +470,7 @@ def batched_smo_solve(
     n_iter, n_rows, converged = solve_batches(
         block, diag, y, C, alpha, F, store, q, tol, max_iter, *settings
     )
-    if exact_block is not None and converged and polish_applies(alpha, n_rows, dtype):
+    if exact_block is not None and converged and np.dtype(dtype).itemsize < 8:
         # F from scratch in float64, over the store's bytes: q // 2 float64 rows at a time
         wide = store.view(np.float64)
         n_rows += reconstruct_gradient(exact_block, F, alpha, y, np.arange(n), wide, np.float64)
