@@ -57,6 +57,14 @@ make_classification(n, 8, 5 informative, flip_y=0.2) at C = 1 took one step from
 8,000, 12,000) and from 3 (20,000); from 5, none on the grid's C = 1 sets at 8,000-20,000 rows (issue
 27's 20k row too), while the large-C subproblems, which run to the cap, still take them."""
 
+REFRESH_ROWS_PER_SUPPORT_VECTOR = 8
+"""A solve on float32 rows given the float64 block recomputes F from scratch (one float64 row a
+support vector, ~2 float32 rows' cost) each time it has computed this many rows a support vector:
+at most a fourth more rows. C = 1 fits end before the first (3-7 rows a support vector on the
+grid); make_classification(8,000, 8, flip_y=0.2) at C = 1,000 took 2.6M pair updates on float32
+rows to an end point 47 tol from the exact gap, then 2.3M more on float64 rows (no refresh);
+refreshed every 10 or 40 outer iterations, 2.3-2.4M in all."""
+
 SHRINK_MIN_FRACTION = 0.05
 """Shrink only when at least this fraction of the active set goes (each shrink copies the rows)."""
 
@@ -260,10 +268,13 @@ def solve_batches(
     floor_curvature: bool,
     shrinking: bool,
     newton: bool,
+    exact_block: BlockFunction | None = None,
 ) -> tuple[int, int, bool]:
     """:func:`batched_smo_solve`'s outer loop from (α, F), in place; (pair updates, rows, converged).
 
-    ``store`` holds the working set's q rows over the active columns (its dtype is the rows').
+    ``store`` holds the working set's q rows over the active columns (its dtype is the rows'). With
+    ``exact_block`` (float64), F is recomputed from scratch from the support vectors' rows
+    whenever ``REFRESH_ROWS_PER_SUPPORT_VECTOR`` rows a support vector have been computed since.
     """
     n = y.shape[0]
     dtype = store.dtype.type
@@ -278,10 +289,11 @@ def solve_batches(
     ws_len = 0
     # K_BB by its own product of q × q: gathering the q columns from the rows' block was
     # scattered reads as slow as the kernel rows themselves at 20k rows
-    kbb = np.empty(q * q)
+    # with exact_block also the scratch of F's refresh: at least 8 of its float64 rows
+    kbb = np.empty(q * q if exact_block is None else max(q * q, 8 * n))
     kbb32 = np.empty(q * q, dtype=dtype)
     kbb_valid = False
-    n_iter = n_rows = n_outer = stalled = 0
+    n_iter = n_rows = n_outer = stalled = fresh_rows = 0
     converged = False
     min_distance = -1.0
     while n_iter < max_iter:
@@ -343,6 +355,7 @@ def solve_batches(
             in_ws[new] = True
             block(new, rows[slots], cols)
             n_rows += new.size
+            fresh_rows += new.size
         if hard and min_distance < 0.0:
             spread = float(np.max(diag[ws[0]] + diag[active] - 2.0 * rows[0]))
             min_distance = MIN_RELATIVE_MARGIN * math.sqrt(max(spread, 0.0))
@@ -377,6 +390,12 @@ def solve_batches(
             F_A -= coef.astype(dtype) @ R  # all rows: R[nz] would copy up to half the block
             F[active] = F_A
         F[B] = F_B  # the subproblem's float64 values of the same update
+        if exact_block is not None and fresh_rows >= REFRESH_ROWS_PER_SUPPORT_VECTOR * int(
+            np.count_nonzero(alpha)
+        ):  # the rows' drift undone: F from scratch in float64, over K_BB's bytes
+            n_rows += reconstruct_gradient(exact_block, F, alpha, y, np.arange(n), kbb, np.float64)
+            kbb_valid = False
+            fresh_rows = 0
         stalled = stalled + 1 if steps == 0 else 0
         if stalled >= 2:
             break
@@ -443,7 +462,8 @@ def batched_smo_solve(
         float64 row per support vector, 8-24 % of a C = 1 fit), and if its gap m − M is still
         ≥ ``tol`` (the float32 rows' drift: up to 64 tol at C = 1,000), the solve goes on from α
         on float64 rows (q halved, the same bytes) until it is below. An end point that meets
-        ``tol`` keeps its α to the bit; its intercept and objective come from the exact F.
+        ``tol`` keeps its α to the bit; its intercept and objective come from the exact F. Long
+        solves also refresh F during the solve (``REFRESH_ROWS_PER_SUPPORT_VECTOR``).
 
     Returns
     -------
@@ -467,10 +487,11 @@ def batched_smo_solve(
     F = y.copy()
     store = np.empty(q * n, dtype=dtype)  # the working set's rows over the active columns
     settings = (floor_curvature, shrinking, newton)
+    narrow = exact_block if np.dtype(dtype).itemsize < 8 else None
     n_iter, n_rows, converged = solve_batches(
-        block, diag, y, C, alpha, F, store, q, tol, max_iter, *settings
+        block, diag, y, C, alpha, F, store, q, tol, max_iter, *settings, narrow
     )
-    if exact_block is not None and converged and np.dtype(dtype).itemsize < 8:
+    if narrow is not None and converged:
         # F from scratch in float64, over the store's bytes: q // 2 float64 rows at a time
         wide = store.view(np.float64)
         n_rows += reconstruct_gradient(exact_block, F, alpha, y, np.arange(n), wide, np.float64)

@@ -139,8 +139,9 @@ def test_float32_end_point_failing_the_exact_check_is_polished(
     checked_gaps: list[float], moons_svc: tuple[SVC, float]
 ) -> None:
     """moons(8,000, noise 0.3) at C = 1,000 on float32 rows: the end point's gap from an exact F is
-    far above tol (the rows' drift); with the float64 block the solve goes on to an exact gap
-    below tol, a lower objective, and no worse than libsvm's."""
+    far above tol (the rows' drift); with the float64 block (F refreshed during the solve, then
+    the end point checked, ≥ tol, and polished on float64 rows) an exact gap below tol, a lower
+    objective, and no worse than libsvm's."""
     X, y01 = make_moons(8000, noise=0.3, random_state=0)
     y = 2.0 * y01 - 1.0
     C, gamma, tol = 1000.0, 0.5, 1e-3
@@ -148,7 +149,7 @@ def test_float32_end_point_failing_the_exact_check_is_polished(
     rough_objective, rough_gap = exact_end_point(X, y, rough.alpha, gamma, C)
     assert rough.converged and rough_gap > 10 * tol and checked_gaps == []
     res = solve(X, y, C, gamma, True, np.float32, exact=True)
-    assert len(checked_gaps) == 1 and checked_gaps[0] > 10 * tol
+    assert len(checked_gaps) == 1 and checked_gaps[0] >= tol  # refreshed F: nearer, still ≥ tol
     assert res.converged and res.n_iter > rough.n_iter
     a = res.alpha
     assert np.all(a >= 0.0) and np.all(a <= C)
@@ -164,19 +165,18 @@ def test_float32_end_point_failing_the_exact_check_is_polished(
     assert np.mean(labels == svc.predict(X)) >= 0.999
 
 
-@pytest.mark.parametrize("C", [1.0, 10.0])
 def test_float32_end_point_meeting_the_exact_check_keeps_its_alpha(
-    C: float,
     checked_gaps: list[float],
 ) -> None:
-    """make_classification(8,000, 8) at C = 1 and 10: the check finds the exact gap below tol: α
-    and the steps are the float32 solve's to the bit; the objective is the exact one."""
+    """make_classification(8,000, 8) at C = 1: no refresh of F (fewer rows than
+    ``REFRESH_ROWS_PER_SUPPORT_VECTOR`` a support vector), and the check finds the exact gap below
+    tol: α and the steps are the float32 solve's to the bit; the objective is the exact one."""
     X, y01 = make_classification(
         8000, 8, n_informative=5, n_redundant=2, flip_y=0.0, random_state=0
     )
     X = (X - X.mean(0)) / X.std(0)
     y = 2.0 * y01 - 1.0
-    gamma, tol = 1.0 / 8, 1e-3
+    C, gamma, tol = 1.0, 1.0 / 8, 1e-3
     rough = solve(X, y, C, gamma, True, np.float32)
     res = solve(X, y, C, gamma, True, np.float32, exact=True)
     assert len(checked_gaps) == 1 and checked_gaps[0] < tol
