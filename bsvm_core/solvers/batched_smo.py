@@ -494,10 +494,12 @@ def batched_smo_solve(
     )
     if narrow is not None and converged:
         # F from scratch in float64, over the store's bytes: q // 2 float64 rows at a time
-        wide = store.view(np.float64)
+        wide = store[: store.size - store.size % 2].view(np.float64)
         n_rows += reconstruct_gradient(exact_block, F, alpha, y, np.arange(n), wide, np.float64)
         if exact_gap(alpha, F, y, C) >= tol:
             q_wide = min(n, max(2, (wide.size // n) - (wide.size // n) % 2), MAX_WORKING_SET)
+            if wide.size < q_wide * n:  # a store of fewer than 4 rows (ws_size 2)
+                wide = np.empty(q_wide * n)
             more, rows, converged = solve_batches(
                 exact_block, diag, y, C, alpha, F, wide, q_wide, tol, max_iter - n_iter, *settings
             )
