@@ -57,6 +57,13 @@ make_classification(n, 8, 5 informative, flip_y=0.2) at C = 1 took one step from
 8,000, 12,000) and from 3 (20,000); from 5, none on the grid's C = 1 sets at 8,000-20,000 rows (issue
 27's 20k row too), while the large-C subproblems, which run to the cap, still take them."""
 
+CHECK_ROWS_PER_SUPPORT_VECTOR = 8
+"""A solve on float32 rows given the float64 block checks its end point in float64 (one float64
+row a support vector) only once it has computed this many rows a support vector: the long,
+large-C solves whose F drifts (up to 64 tol at C = 1,000). C = 1 solves (3-7 rows a support vector
+on the grid) skip it and keep main's bits and time: checked, they cost 11-35 % more (issue 27's
+20k row 0.25x → 0.29x SVC), and their end points were within tol but for one cell (1.01 tol)."""
+
 REFRESH_ROWS_PER_SUPPORT_VECTOR = 16
 """A solve on float32 rows given the float64 block recomputes F from scratch (one float64 row a
 support vector, ~2 float32 rows' cost) each time it has computed this many rows a support vector:
@@ -458,9 +465,10 @@ def batched_smo_solve(
         and K_ii = 1 (rbf). Memory beside the rows: the free points' rows of the q × q block and
         the step's k × k arrays (k ≤ q ≤ ``MAX_WORKING_SET``: at most ~16 MB whatever n).
     exact_block : callable or None
-        The kernel's float64 ``block``, for a solve on float32 rows: the end point's F is computed
-        from scratch in float64 from the support vectors' rows (over the store's bytes: one
-        float64 row per support vector, 8-24 % of a C = 1 fit), and if its gap m − M is still
+        The kernel's float64 ``block``, for a solve on float32 rows: the end point of a solve that
+        computed at least ``CHECK_ROWS_PER_SUPPORT_VECTOR`` rows a support vector has its F
+        computed from scratch in float64 from the support vectors' rows (over the store's bytes:
+        one float64 row per support vector), and if its gap m − M is still
         ≥ ``tol`` (the float32 rows' drift: up to 64 tol at C = 1,000), the solve goes on from α
         on float64 rows (q halved, the same bytes) until it is below. An end point that meets
         ``tol`` keeps its α to the bit; its intercept and objective come from the exact F. Long
@@ -492,7 +500,8 @@ def batched_smo_solve(
     n_iter, n_rows, converged = solve_batches(
         block, diag, y, C, alpha, F, store, q, tol, max_iter, *settings, narrow
     )
-    if narrow is not None and converged:
+    long_solve = n_rows >= CHECK_ROWS_PER_SUPPORT_VECTOR * int(np.count_nonzero(alpha))
+    if narrow is not None and converged and long_solve:
         # F from scratch in float64, over the store's bytes: q // 2 float64 rows at a time
         wide = store[: store.size - store.size % 2].view(np.float64)
         n_rows += reconstruct_gradient(exact_block, F, alpha, y, np.arange(n), wide, np.float64)
