@@ -235,7 +235,11 @@ def solve_dual(
         rbf64 = kernel == "rbf" and not float32_blocks(X, kernel, kw["gamma"])
         dtype = np.float64 if rbf64 else np.float32
         block = kernel_block_function(X, kernel, **kw, dtype=dtype)
-        return batched_smo_solve(block, diag, y_pm, C, dtype=dtype, **common)
+        newton = kernel == "rbf"
+        exact = None if rbf64 else kernel_block_function(X, kernel, **kw, dtype=np.float64)
+        return batched_smo_solve(
+            block, diag, y_pm, C, dtype=dtype, newton=newton, exact_block=exact, **common
+        )
     with workspace() as empty:  # the kernel matrix and rows: buffers kept from the last solve
         if doubled_applies(n, X.shape[1], kernel, C, max_iter, cache_mb):  # SMO alone
             W = dense_kernel_matrix(X, kernel, kw, empty, doubled=True)

@@ -118,7 +118,9 @@ def estimate_fit_bytes(estimator: Any, n_samples: int, n_features: int, n_classe
     but then as many blocks at a time as ``cache_mb`` holds: 12 n² within ``cache_mb``), beside
     them a face-Newton step's arrays (k = min(n, ``smo.NEWTON_MAX_FREE``) free points: k rows of
     a whole matrix, K_FF and its factor, the continuation's columns: 8 k (n + 2k + 100) bytes;
-    without the n from cached rows) and
+    without the n from cached rows), from ``BATCHED_MIN_ROWS`` rows the float64 kernel block of
+    the end point's check and the refreshes of F (its (d + 2) × n columns, a gathered copy and
+    8 rows of n as scratch; the check and the polish reuse the rows' bytes) and
     BayesianSVM's per-problem design matrices and per-chain draws before they are stacked.
     """
     _check_shape(n_samples, n_features, n_classes)
@@ -141,6 +143,8 @@ def estimate_fit_bytes(estimator: Any, n_samples: int, n_features: int, n_classe
         k = min(n, NEWTON_MAX_FREE)
         extra = 2 * k + 2 * MAX_CONTINUED_COLUMNS + 20
         working += FLOAT * k * ((n if n <= DENSE_MAX_ROWS else 0) + extra)
+        if n >= BATCHED_MIN_ROWS:  # the end point's float64 check and polish (batched_smo)
+            working += FLOAT * (2 * (d + 2) + 10) * n  # float64 block columns, copy, 8 rows
     if isinstance(estimator, BayesianSVM):  # tasks (a pair's rows in ovo), chain outputs
         rows = sum(_problem_rows(p, n, K) for p in _problems(estimator, K))
         working += FLOAT * rows * (d + 1) + artifact
