@@ -84,20 +84,6 @@ def moons_svc() -> tuple[SVC, float]:
     return svc, 0.5 * float(c @ kernel_times(S, 0.5, S, c)) - float(np.abs(c).sum())
 
 
-@pytest.fixture
-def checked_gaps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """The gaps m − M of the end points batched SMO checked with F from scratch in float64."""
-    gaps: list[float] = []
-    real = batched_smo.exact_gap
-
-    def recorded(*args: object) -> float:
-        gaps.append(real(*args))
-        return gaps[-1]
-
-    monkeypatch.setattr(batched_smo, "exact_gap", recorded)
-    return gaps
-
-
 def exact_end_point(
     X: np.ndarray, y: np.ndarray, a: np.ndarray, gamma: float, C: float
 ) -> tuple[float, float]:

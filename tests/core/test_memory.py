@@ -118,7 +118,7 @@ def test_kernel_estimate_bounds_a_large_c_fit_with_newton_steps(n: int) -> None:
 
 
 def test_kernel_estimate_bounds_a_batched_fit_polished_in_float64(
-    monkeypatch: pytest.MonkeyPatch,
+    checked_gaps: list[float],
 ) -> None:
     """moons(8,000) at C = 1,000 on float32 rows: the end point's float64 check fails and the
     solve goes on on float64 rows (over the float32 rows' bytes); the traced peak stays within."""
@@ -126,16 +126,6 @@ def test_kernel_estimate_bounds_a_batched_fit_polished_in_float64(
 
     from sklearn.datasets import make_moons
 
-    from bsvm_core.solvers import batched_smo
-
-    gaps: list[float] = []
-    real = batched_smo.exact_gap
-
-    def recorded(*args: object) -> float:
-        gaps.append(real(*args))
-        return gaps[-1]
-
-    monkeypatch.setattr(batched_smo, "exact_gap", recorded)
     X, y = make_moons(8000, noise=0.3, random_state=0)
     estimator = KernelSVM(C=1000.0, cache_mb=20)
     tracemalloc.start()
@@ -144,5 +134,5 @@ def test_kernel_estimate_bounds_a_batched_fit_polished_in_float64(
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert gaps and gaps[0] >= estimator.tol
+    assert checked_gaps and checked_gaps[0] >= estimator.tol
     assert peak <= estimate_fit_bytes(estimator, 8000, 2, 2)
