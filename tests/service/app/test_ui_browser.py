@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
-from sklearn.datasets import load_breast_cancer
+from sklearn.datasets import load_breast_cancer, load_iris
 
 from service.api.examples import IRIS_X, IRIS_Y
 from tests.service.app.browser import chromium_page, outside_requests
@@ -84,10 +84,21 @@ def models_to_show(api: httpx.Client) -> dict[str, str]:
     )
     wait_done(api, job["job_id"])
     train(api, model_type="em_svm", X=IRIS_X, y=IRIS_Y, name="iris-em", params={"alpha": 2.0})
+    iris = load_iris()
+    train(
+        api,
+        model_type="em_svm",
+        X=iris.data.tolist(),
+        y=[str(iris.target_names[t]) for t in iris.target],
+        feature_names=[str(n) for n in iris.feature_names],
+        name="iris-pairs",
+        params={"alpha": 2.0, "multiclass": "ovo"},
+    )
     return {
         "model-linear": f"/ui/models/{linear['model_id']}",
         "model-mcmc": "/ui/models/cancer-mcmc",
         "model-em": "/ui/models/iris-em",
+        "model-em-ovo": "/ui/models/iris-pairs",
     }
 
 
