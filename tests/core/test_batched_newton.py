@@ -5,6 +5,8 @@ objective and labels."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from sklearn.datasets import make_classification, make_moons
@@ -122,7 +124,7 @@ def test_large_c_noisy_end_point_meets_kkt_and_libsvm(
 
 
 def test_float32_end_point_failing_the_exact_check_is_polished(
-    checked_gaps: list[float], moons_svc: tuple[SVC, float]
+    checked_gaps: list[float], moons_svc: tuple[SVC, float], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """moons(8,000, noise 0.3) at C = 1,000 on float32 rows: the end point's gap from an exact F is
     far above tol (the rows' drift); with the float64 block (F refreshed during the solve, then
@@ -134,8 +136,18 @@ def test_float32_end_point_failing_the_exact_check_is_polished(
     rough = solve(X, y, C, gamma, True, np.float32)
     rough_objective, rough_gap = exact_end_point(X, y, rough.alpha, gamma, C)
     assert rough.converged and rough_gap > 10 * tol and checked_gaps == []
+    shrinks: list[bool] = []
+    real = batched_smo.solve_batches
+
+    def spy(*args: Any) -> Any:
+        shrinks.append(bool(args[11]))  # (block, …, max_iter, floor_curvature, shrinking, …)
+        return real(*args)
+
+    monkeypatch.setattr(batched_smo, "solve_batches", spy)
     res = solve(X, y, C, gamma, True, np.float32, exact=True)
     assert len(checked_gaps) == 1 and checked_gaps[0] >= tol  # refreshed F: nearer, still ≥ tol
+    # the float32 solve, then the polish, which shrinks since it starts ≥ 2 tol away
+    assert shrinks == [True, True] and checked_gaps[0] >= 2 * tol
     assert res.converged and res.n_iter > rough.n_iter
     a = res.alpha
     assert np.all(a >= 0.0) and np.all(a <= C)
