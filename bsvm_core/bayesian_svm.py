@@ -128,7 +128,7 @@ class BayesianSVM(PartitionFitMixin, ClassifierMixin, BaseEstimator):
     intercept_ : ndarray of shape (1,) or (n_problems,)
     coef_std_ : ndarray, shape as ``coef_``
         The same coefficients on the standardised scale.
-    nu_ : float or ndarray of shape (n_classes,)
+    nu_ : float or ndarray of shape (n_problems,)
         ν used, learned (ECME) or its posterior mean (MCMC with ``learn_nu``).
     objective_ : float or ndarray
         EM/ECME: d_α(β, 2^{1/α} ν_) at the mode (standardised scale).
@@ -143,7 +143,7 @@ class BayesianSVM(PartitionFitMixin, ClassifierMixin, BaseEstimator):
         where undefined (draws that never move).
     coef_draws_ : ndarray
         MCMC, original scale: (n_chains, n_draws, n_features) for two classes, else
-        (n_chains, n_draws, n_classes, n_features). ``intercept_draws_`` drops the last axis.
+        (n_chains, n_draws, n_problems, n_features). ``intercept_draws_`` drops the last axis.
     inclusion_prob_ : ndarray, shape as ``coef_``
         Spike-and-slab: Rao-Blackwellised posterior inclusion probabilities.
     mean_, scale_ : ndarray of shape (n_features,)
