@@ -43,10 +43,8 @@ def output_columns(out: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]:
             parts.append(_columns_of(out[spec.key], spec.short, classes))
     intervals = out.get("intervals")
     if intervals is not None:
-        pairs = intervals.get("problems")
-        columns = (
-            classes if pairs is None else [f"{a}_vs_{b}" for a, b in pairs]
-        )  # as plots.problems.interval_columns
+        pairs = intervals.get("problems")  # one-vs-one: named as plots.problems names them
+        columns = classes if pairs is None else [f"{a}_vs_{b}" for a, b in pairs]
         for bound, prefix in zip(("lower", "upper"), INTERVAL_COLUMNS, strict=True):
             parts.append(_columns_of(intervals[bound], prefix, columns))
     header = [name for names, _ in parts for name in names]
