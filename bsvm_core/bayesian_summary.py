@@ -8,6 +8,7 @@ import numpy as np
 
 from .draw_quantiles import DEFAULT_MAX_BYTES, stacked_projection_quantiles
 from .exceptions import BsvmValueError
+from .multiclass import problem_classes as labels_of
 
 
 def _check_level(level: float) -> tuple[float, float]:
@@ -56,12 +57,8 @@ def feature_names(est: Any) -> list[str]:
 
 
 def problem_classes(est: Any) -> list[tuple[Any, Any]]:
-    """(class, versus) labels of each binary problem: versus None in one-vs-rest."""
-    from .multiclass import REST, binary_problems
-
-    classes = est.classes_.tolist()
-    problems = getattr(est, "binary_problems_", None) or binary_problems(len(classes), "ovr")
-    return [(classes[pos], None if neg == REST else classes[neg]) for pos, neg in problems]
+    """(class, versus) labels of each of ``est``'s binary problems (``multiclass``)."""
+    return labels_of(est.classes_.tolist(), est.binary_problems_)
 
 
 def problem_names(est: Any) -> list[str]:

@@ -207,9 +207,14 @@ class BayesianSVM(PartitionFitMixin, ClassifierMixin, BaseEstimator):
         return self
 
     def __getstate__(self) -> dict[str, Any]:
-        state = super().__getstate__()
+        state = dict(super().__getstate__())  # object's is the live __dict__ itself
         state.pop("_progress_callback", None)
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        if "classes_" in state and "binary_problems_" not in state:  # stored before one-vs-one
+            self.binary_problems_ = binary_problems(self.classes_.size, "ovr")
 
     # -- fitting -------------------------------------------------------------------------------------
     def _check_params(self) -> None:
@@ -377,11 +382,6 @@ class BayesianSVM(PartitionFitMixin, ClassifierMixin, BaseEstimator):
         return float(values[0]) if len(values) == 1 else np.asarray(values, dtype=np.float64)
 
     # -- prediction ----------------------------------------------------------------------------------
-    def _problems(self) -> list[tuple[int, int]]:
-        """``binary_problems_`` (models fitted before it was kept: one-vs-rest)."""
-        problems = getattr(self, "binary_problems_", None)
-        return problems if problems is not None else binary_problems(self.classes_.size, "ovr")
-
     def _problem_decisions(self, X: Any) -> np.ndarray:
         """x'β + b of every binary problem: (n, n_problems)."""
         check_fitted(self, "coef_")
@@ -395,7 +395,7 @@ class BayesianSVM(PartitionFitMixin, ClassifierMixin, BaseEstimator):
         f = self._problem_decisions(X)
         if f.shape[1] == 1:
             return f.ravel()
-        problems = self._problems()
+        problems = self.binary_problems_
         return f if problems[0][1] == REST else ovo_votes(f, problems, self.classes_.size)
 
     def row_plan(
@@ -405,7 +405,7 @@ class BayesianSVM(PartitionFitMixin, ClassifierMixin, BaseEstimator):
         decision, not its draws); None unfitted."""
         if not hasattr(self, "coef_"):
             return None
-        n_classes, problems = self.classes_.size, self._problems()
+        n_classes, problems = self.classes_.size, self.binary_problems_
         rows = linear_rows(np.atleast_2d(self.coef_).T, self.intercept_, mean, scale)
         return RowPlan(rows, problems, n_classes, svm_output(n_classes, problems))
 
@@ -413,7 +413,7 @@ class BayesianSVM(PartitionFitMixin, ClassifierMixin, BaseEstimator):
         """Class labels: sign of the decision (two classes), its arg-max (one-vs-rest) or the
         most votes (one-vs-one, ties to the larger summed confidence)."""
         f = self._problem_decisions(X)
-        return self.classes_[label_index(f, self._problems(), self.classes_.size)]
+        return self.classes_[label_index(f, self.binary_problems_, self.classes_.size)]
 
     def predict_interval(
         self, X: Any, level: float = 0.95, max_bytes: int | float = DEFAULT_MAX_BYTES

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -19,6 +21,16 @@ def binary_problems(n_classes: int, scheme: str) -> list[tuple[int, int]]:
     if scheme == "ovo":
         return [(j, i) for i in range(n_classes) for j in range(i + 1, n_classes)]
     raise ValueError(f"multiclass must be 'ovo' or 'ovr', got {scheme!r}.")
+
+
+def problem_classes(
+    classes: Sequence[Any], problems: list[tuple[int, int]]
+) -> list[tuple[Any, Any]]:
+    """(class, versus) labels of each problem: versus None in one-vs-rest and for two classes
+    (whose one problem is ``classes[1]`` against the other)."""
+    if len(classes) == 2:
+        return [(classes[1], None)]
+    return [(classes[pos], None if neg == REST else classes[neg]) for pos, neg in problems]
 
 
 _SIGNS = np.array([-1.0, 1.0])

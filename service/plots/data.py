@@ -30,7 +30,7 @@ import numpy as np
 from sklearn.base import clone
 
 from bsvm_core import LinearSVM
-from bsvm_core.multiclass import REST
+from bsvm_core.multiclass import problem_targets
 from service.model_types import ModelSpec
 
 logger = logging.getLogger("service.plots.data")
@@ -106,17 +106,15 @@ def linear_comparison(estimator: Any, X: np.ndarray, y: np.ndarray) -> dict[str,
     """``LinearSVM`` coefficients at C = ν² on the Bayesian model's standardised data, one per
     binary problem of the model on that problem's rows (one-vs-one: the pair's)."""
     Z = (X - estimator.mean_) / estimator.scale_
-    classes = estimator.classes_
-    problems = getattr(estimator, "binary_problems_", None) or (
-        [(1, 0)] if classes.size == 2 else [(k, REST) for k in range(classes.size)]
-    )
+    problems = estimator.binary_problems_
+    y_idx = np.searchsorted(estimator.classes_, y)  # classes_ are sorted
     nus = np.broadcast_to(np.atleast_1d(estimator.nu_), (len(problems),))
     coef_std, intercept_std, costs = [], [], []
-    for (pos, neg), nu in zip(problems, nus, strict=True):
+    for problem, nu in zip(problems, nus, strict=True):
         C = float(nu) ** 2
         svm = LinearSVM(C=C, fit_intercept=bool(estimator.fit_intercept), tol=1e-8)
-        rows = slice(None) if neg == REST or classes.size == 2 else np.isin(y, classes[[pos, neg]])
-        svm.fit(Z[rows], (y[rows] == classes[pos]).astype(int))
+        rows, targets = problem_targets(y_idx, problem)
+        svm.fit(Z if rows.all() else Z[rows], (targets > 0).astype(int))
         coef_std.append(svm.coef_.ravel())
         intercept_std.append(float(np.ravel(svm.intercept_)[0]))
         costs.append(C)

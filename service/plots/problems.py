@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bsvm_core.multiclass import REST, binary_problems
+from bsvm_core.multiclass import binary_problems
+from bsvm_core.multiclass import problem_classes as labels_of
 
 
 def problem_classes(record: dict[str, Any]) -> list[tuple[Any, Any | None]]:
@@ -15,13 +16,8 @@ def problem_classes(record: dict[str, Any]) -> list[tuple[Any, Any | None]]:
     one problem is ``classes[1]`` against ``classes[0]``). Records without a ``multiclass``
     parameter are one-vs-rest (every Bayesian model stored before one-vs-one existed)."""
     classes = list(record["classes"])
-    if len(classes) == 2:
-        return [(classes[1], None)]
     scheme = (record.get("params") or {}).get("multiclass", "ovr")
-    return [
-        (classes[pos], None if neg == REST else classes[neg])
-        for pos, neg in binary_problems(len(classes), scheme)
-    ]
+    return labels_of(classes, binary_problems(len(classes), scheme))
 
 
 def is_pairwise(record: dict[str, Any]) -> bool:

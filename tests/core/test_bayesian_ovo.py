@@ -117,3 +117,19 @@ def test_gibbs_by_partitions_samples_each_pair_on_its_rows() -> None:
     two = y < 2
     est = BayesianSVM(multiclass="ovo").fit_partitions(ArrayPartitions.split(X[two], y[two], 2))
     assert est.binary_problems_ == [(1, 0)]
+
+
+def test_a_model_stored_before_one_vs_one_reads_as_one_vs_rest() -> None:
+    """Its pickled state has no ``binary_problems_``: loading sets the one-vs-rest problems."""
+    X, y = load_iris(return_X_y=True)
+    est = BayesianSVM(method="em", alpha=1.0).fit(X, y)
+    state = est.__getstate__()
+    del state["binary_problems_"]
+    old = BayesianSVM.__new__(BayesianSVM)
+    old.__setstate__(state)
+    assert old.binary_problems_ == [(0, -1), (1, -1), (2, -1)]
+    np.testing.assert_array_equal(old.predict(X), est.predict(X))
+    assert old.posterior_summary() == est.posterior_summary()
+    unfitted = BayesianSVM.__new__(BayesianSVM)
+    unfitted.__setstate__(BayesianSVM().__getstate__())
+    assert not hasattr(unfitted, "binary_problems_")
