@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import warnings
+from typing import Any
 
 import joblib
 import numpy as np
@@ -40,6 +41,18 @@ ESTIMATORS = [
         method="mcmc", multiclass="ovo", n_draws=100, burn_in=5, n_chains=2, random_state=0
     ),
 ]
+
+
+def _traced_fit_peak(estimator: Any, X: np.ndarray, y: np.ndarray) -> int:
+    """Peak bytes Python's allocator traced during ``estimator.fit(X, y)`` (numpy's included)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        estimator.fit(X, y)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
 
 
 def _dump_size(estimator: object) -> int:
@@ -100,19 +113,12 @@ def test_bad_shapes_are_named(args: tuple, name: str) -> None:
 def test_kernel_estimate_bounds_a_large_c_fit_with_newton_steps(n: int) -> None:
     """Noisy data at C = 100: faces of hundreds of free points, whose Newton steps gather their
     rows (a whole matrix below 3,000 rows, cached rows above); the traced peak stays within."""
-    import tracemalloc
-
     from sklearn.datasets import make_classification
 
     X, y = make_classification(n, 8, n_informative=5, flip_y=0.2, random_state=0)
     X = (X - X.mean(0)) / X.std(0)
     estimator = KernelSVM(C=100.0, cache_mb=50)
-    tracemalloc.start()
-    try:
-        estimator.fit(X, y)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    peak = _traced_fit_peak(estimator, X, y)
     assert estimator.n_iter_.max() > 0
     assert peak <= estimate_fit_bytes(estimator, n, 8, 2)
 
@@ -122,17 +128,10 @@ def test_kernel_estimate_bounds_a_batched_fit_polished_in_float64(
 ) -> None:
     """moons(8,000) at C = 1,000 on float32 rows: the end point's float64 check fails and the
     solve goes on on float64 rows (over the float32 rows' bytes); the traced peak stays within."""
-    import tracemalloc
-
     from sklearn.datasets import make_moons
 
     X, y = make_moons(8000, noise=0.3, random_state=0)
     estimator = KernelSVM(C=1000.0, cache_mb=20)
-    tracemalloc.start()
-    try:
-        estimator.fit(X, y)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    peak = _traced_fit_peak(estimator, X, y)
     assert checked_gaps and checked_gaps[0] >= estimator.tol
     assert peak <= estimate_fit_bytes(estimator, 8000, 2, 2)
