@@ -27,6 +27,7 @@ import numpy as np
 from scipy.linalg.blas import daxpy
 
 from ..kernels import BlockFunction
+from .active_set import kkt_gap
 from .face_newton import NEWTON_STREAK, apply_newton_step, face_newton_step, newton_wait
 from .smo import (
     DENSE_NEWTON_FLOPS_PER_STEP,
@@ -254,12 +255,6 @@ def solve_subproblem(
         steps += 1
     np.copyto(F, np.where(np.isfinite(F_up), F_up, F_low))  # every t is in I_up or I_low
     return steps, first_gap
-
-
-def exact_gap(alpha: np.ndarray, F: np.ndarray, y: np.ndarray, C: float) -> float:
-    """m(α) − M(α) = max over I_up of F − min over I_low of F (Keerthi et al. 2001)."""
-    up, low = up_low_masks(alpha, y, C)
-    return float(F[up].max(initial=-np.inf)) - float(F[low].min(initial=np.inf))
 
 
 def solve_batches(
@@ -505,7 +500,7 @@ def batched_smo_solve(
         # F from scratch in float64, over the store's bytes: q // 2 float64 rows at a time
         wide = store[: store.size - store.size % 2].view(np.float64)
         n_rows += reconstruct_gradient(exact_block, F, alpha, y, np.arange(n), wide, np.float64)
-        gap = exact_gap(alpha, F, y, C)
+        gap = kkt_gap(alpha, F, y, C)
         if gap >= tol:
             q_wide = min(n, max(2, (wide.size // n) - (wide.size // n) % 2), MAX_WORKING_SET)
             if wide.size < q_wide * n:  # a store of fewer than 4 rows (ws_size 2)
