@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -35,6 +36,16 @@ def on_rows(D: np.ndarray, y: np.ndarray, C: float, **kw: object) -> smo.SMOResu
     return smo_solve(None, np.ones(y.size), y, C, cache=rows, floor_curvature=False, **kw)
 
 
+def assert_feasible_kkt(ours: Any, K: np.ndarray, y: np.ndarray, C: float) -> None:
+    """α in the box with yᵀα = 0, the returned F = y − Kᵀ(y∘α), and m(α) − M(α) < tol (1e-3)."""
+    alpha = ours.alpha
+    assert abs(float(y @ alpha)) < 1e-8 * C and alpha.min() >= 0.0 and alpha.max() <= C
+    np.testing.assert_allclose(ours.grad, y - K.T @ (y * alpha), atol=1e-8 * C)
+    up = ((y > 0) & (alpha < C)) | ((y < 0) & (alpha > 0))
+    low = ((y > 0) & (alpha > 0)) | ((y < 0) & (alpha < C))
+    assert ours.grad[up].max() - ours.grad[low].min() < 1e-3
+
+
 @pytest.mark.parametrize("C", [1.0, 10.0, 100.0])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_same_steps_as_newton_smo_on_doubled_and_the_exact_optimum(C: float, seed: int) -> None:
@@ -51,15 +62,9 @@ def test_same_steps_as_newton_smo_on_doubled_and_the_exact_optimum(C: float, see
     K = 1.0 - D
     np.fill_diagonal(K, 1.0)
     assert ours.objective == pytest.approx(clarabel_dual(K, y, C), rel=1e-3)
-    alpha = ours.alpha
-    assert abs(float(y @ alpha)) < 1e-8 * C and alpha.min() >= 0.0 and alpha.max() <= C
     # the returned F is −y∘∇f at α (Newton steps moved it by ΔF, not recomputed): steps read rows
     # of D, symmetric to float32 rounding only, so F = y − Kᵀ(y∘α)
-    np.testing.assert_allclose(ours.grad, y - K.T @ (y * alpha), atol=1e-8 * C)
-    # KKT within tol: m(α) − M(α) < tol
-    up = ((y > 0) & (alpha < C)) | ((y < 0) & (alpha > 0))
-    low = ((y > 0) & (alpha > 0)) | ((y < 0) & (alpha < C))
-    assert ours.grad[up].max() - ours.grad[low].min() < 1e-3
+    assert_feasible_kkt(ours, K, y, C)
 
 
 def test_no_newton_step_past_the_free_cap_nor_without_distances(
@@ -191,12 +196,7 @@ def test_newton_steps_past_100_free_points_reach_the_exact_optimum(
     np.fill_diagonal(K, 1.0)
     best = clarabel_dual(K, y, C)
     assert ours.objective == pytest.approx(best, rel=1e-5)
-    alpha = ours.alpha
-    assert abs(float(y @ alpha)) < 1e-8 * C and alpha.min() >= 0.0 and alpha.max() <= C
-    np.testing.assert_allclose(ours.grad, y - K.T @ (y * alpha), atol=1e-8 * C)
-    up = ((y > 0) & (alpha < C)) | ((y < 0) & (alpha > 0))
-    low = ((y > 0) & (alpha > 0)) | ((y < 0) & (alpha < C))
-    assert ours.grad[up].max() - ours.grad[low].min() < 1e-3
+    assert_feasible_kkt(ours, K, y, C)
     monkeypatch.setattr(smo, "NEWTON_MAX_FREE", 100)
     monkeypatch.setattr(smo, "DENSE_NEWTON_FLOPS_PER_STEP", face_newton.NEWTON_FLOPS_PER_STEP)
     capped = on_rows(D, y, C, newton=True)
